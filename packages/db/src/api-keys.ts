@@ -1,0 +1,67 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { DbTx } from "./client.ts";
+import { apiKeySelect } from "./selects.ts";
+
+const KEY_PREFIX = "ot_";
+// Shown in lists so a user can tell keys apart: "ot_" plus 8 characters.
+const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 8;
+
+/** API keys are 256-bit random tokens, so a plain SHA-256 is a sufficient hash. */
+export function hashApiKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+export interface CreatedApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  /** The plaintext key: returned once, never stored. */
+  key: string;
+}
+
+export async function createApiKey(
+  db: DbTx,
+  teamId: string,
+  input: { name: string; createdById?: string },
+): Promise<CreatedApiKey> {
+  const key = KEY_PREFIX + randomBytes(32).toString("base64url");
+  const row = await db.apiKey.create({
+    data: {
+      teamId,
+      name: input.name,
+      createdById: input.createdById ?? null,
+      prefix: key.slice(0, DISPLAY_PREFIX_LENGTH),
+      keyHash: hashApiKey(key),
+    },
+    select: { id: true, name: true, prefix: true },
+  });
+  return { ...row, key };
+}
+
+export function listApiKeys(db: DbTx, teamId: string) {
+  return db.apiKey.findMany({ where: { teamId }, select: apiKeySelect, orderBy: { createdAt: "desc" } });
+}
+
+/** Revokes a key of this team; false when the team has no such key. */
+export async function revokeApiKey(db: DbTx, teamId: string, id: string): Promise<boolean> {
+  const { count } = await db.apiKey.updateMany({
+    where: { id, teamId, revokedAt: null },
+    data: { revokedAt: new Date() },
+  });
+  return count === 1;
+}
+
+/** The team a presented key belongs to, or null for unknown and revoked keys. */
+export async function authenticateApiKey(
+  db: DbTx,
+  key: string,
+): Promise<{ teamId: string; apiKeyId: string } | null> {
+  if (!key.startsWith(KEY_PREFIX)) return null;
+  const row = await db.apiKey.findUnique({
+    where: { keyHash: hashApiKey(key) },
+    select: { id: true, teamId: true, revokedAt: true },
+  });
+  if (!row || row.revokedAt) return null;
+  await db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
+  return { teamId: row.teamId, apiKeyId: row.id };
+}

@@ -1,0 +1,17 @@
+export * from "./adapters.ts";
+export * from "./api-keys.ts";
+export * from "./base-models.ts";
+export { createDb, type Db, type DbTx, getDb } from "./client.ts";
+export * from "./database-server.ts";
+export * from "./database-url.ts";
+export { Prisma } from "./generated/prisma/client.ts";
+export type * from "./generated/prisma/enums.ts";
+export * from "./jobs.ts";
+export * from "./metrics.ts";
+export * from "./migrate.ts";
+export * from "./seed.ts";
+export * from "./snapshots.ts";
+export * from "./teams.ts";
+export * from "./trajectories.ts";
+export * from "./trajectory-codec.ts";
+export * from "./workers.ts";

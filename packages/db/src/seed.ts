@@ -1,0 +1,47 @@
+import { createApiKey } from "./api-keys.ts";
+import { type BaseModelInput, registerBaseModel } from "./base-models.ts";
+import type { Db } from "./client.ts";
+
+export const DEMO_TEAM_SLUG = "demo";
+export const DEMO_USER_EMAIL = "demo@opentinker.local";
+
+export interface SeedOptions {
+  /** Built-in base models to register (the engine supplies them as they exist). */
+  baseModels?: BaseModelInput[];
+}
+
+export interface SeedResult {
+  teamId: string;
+  /** The demo API key in plaintext, only on the run that created it. */
+  createdApiKey: string | null;
+  baseModels: string[];
+}
+
+/** Idempotent: creates the demo team, user and first API key once. */
+export async function seed(db: Db, options: SeedOptions = {}): Promise<SeedResult> {
+  const team = await db.team.upsert({
+    where: { slug: DEMO_TEAM_SLUG },
+    create: { slug: DEMO_TEAM_SLUG, name: "Demo team" },
+    update: {},
+    select: { id: true },
+  });
+  const user = await db.user.upsert({
+    where: { email: DEMO_USER_EMAIL },
+    create: { email: DEMO_USER_EMAIL, name: "Demo user" },
+    update: {},
+    select: { id: true },
+  });
+  await db.membership.upsert({
+    where: { teamId_userId: { teamId: team.id, userId: user.id } },
+    create: { teamId: team.id, userId: user.id, role: "OWNER" },
+    update: {},
+  });
+  const hasKey = (await db.apiKey.count({ where: { teamId: team.id } })) > 0;
+  const created = hasKey ? null : await createApiKey(db, team.id, { name: "demo", createdById: user.id });
+  for (const model of options.baseModels ?? []) await registerBaseModel(db, model);
+  return {
+    teamId: team.id,
+    createdApiKey: created?.key ?? null,
+    baseModels: (options.baseModels ?? []).map((m) => m.name),
+  };
+}

@@ -1,0 +1,83 @@
+// One explicit `select` per model, so secret columns (key hashes, password hashes)
+// never leave packages/db by accident.
+
+export const teamSelect = {
+  id: true,
+  slug: true,
+  name: true,
+  maxAdapters: true,
+  maxConcurrentJobs: true,
+  maxQueuedRequests: true,
+  createdAt: true,
+} as const;
+
+export const userSelect = { id: true, email: true, name: true, createdAt: true } as const;
+
+export const apiKeySelect = {
+  id: true,
+  teamId: true,
+  name: true,
+  prefix: true,
+  createdAt: true,
+  lastUsedAt: true,
+  revokedAt: true,
+} as const;
+
+export const adapterSelect = {
+  id: true,
+  teamId: true,
+  baseModelId: true,
+  name: true,
+  kind: true,
+  rank: true,
+  alpha: true,
+  trainAttn: true,
+  trainMlp: true,
+  trainUnembed: true,
+  seed: true,
+  status: true,
+  step: true,
+  createdAt: true,
+  updatedAt: true,
+} as const;
+
+export const snapshotSelect = {
+  id: true,
+  teamId: true,
+  adapterId: true,
+  jobId: true,
+  version: true,
+  handle: true,
+  path: true,
+  checksum: true,
+  trainerStep: true,
+  createdAt: true,
+} as const;
+
+export const jobSelect = {
+  id: true,
+  teamId: true,
+  adapterId: true,
+  environmentId: true,
+  kind: true,
+  config: true,
+  status: true,
+  step: true,
+  error: true,
+  workerId: true,
+  cancelRequestedAt: true,
+  createdAt: true,
+  startedAt: true,
+  finishedAt: true,
+} as const;
+
+export const workerSelect = {
+  id: true,
+  host: true,
+  pid: true,
+  capacity: true,
+  loadedModels: true,
+  status: true,
+  startedAt: true,
+  heartbeatAt: true,
+} as const;

@@ -1,0 +1,68 @@
+import type { Db } from "./client.ts";
+import { snapshotSelect } from "./selects.ts";
+
+export class NotFoundError extends Error {
+  override name = "NotFoundError";
+}
+
+export interface PublishSnapshotInput {
+  adapterId: string;
+  path: string;
+  checksum: string;
+  trainerStep: number;
+  jobId?: string;
+}
+
+/** `opentinker://<team slug>/<adapter id>/sampler/<version>` (C2). */
+export function snapshotHandle(teamSlug: string, adapterId: string, version: number): string {
+  return `opentinker://${teamSlug}/${adapterId}/sampler/${version}`;
+}
+
+/**
+ * Publishes the next immutable version of an adapter and moves the registry
+ * pointer to it, atomically (the database allocates and checks the version).
+ */
+export function publishSnapshot(db: Db, teamId: string, input: PublishSnapshotInput) {
+  return db.$transaction(async (tx) => {
+    const adapter = await tx.adapter.findFirst({
+      where: { id: input.adapterId, teamId },
+      select: { id: true, team: { select: { slug: true } }, registry: { select: { version: true } } },
+    });
+    if (!adapter) throw new NotFoundError(`publishSnapshot: adapter ${input.adapterId} not found`);
+    const version = (adapter.registry?.version ?? 0) + 1;
+    return tx.snapshot.create({
+      data: {
+        teamId,
+        adapterId: adapter.id,
+        jobId: input.jobId ?? null,
+        version,
+        handle: snapshotHandle(adapter.team.slug, adapter.id, version),
+        path: input.path,
+        checksum: input.checksum,
+        trainerStep: input.trainerStep,
+      },
+      select: snapshotSelect,
+    });
+  });
+}
+
+export function listSnapshots(db: Db, teamId: string, adapterId: string) {
+  return db.snapshot.findMany({
+    where: { teamId, adapterId },
+    select: snapshotSelect,
+    orderBy: { version: "asc" },
+  });
+}
+
+export function getSnapshotByHandle(db: Db, teamId: string, handle: string) {
+  return db.snapshot.findFirst({ where: { teamId, handle }, select: snapshotSelect });
+}
+
+/** C3: the registry's latest published snapshot of an adapter, or null. */
+export async function latestSnapshot(db: Db, teamId: string, adapterId: string) {
+  const entry = await db.snapshotRegistry.findFirst({
+    where: { teamId, adapterId },
+    select: { snapshot: { select: snapshotSelect } },
+  });
+  return entry?.snapshot ?? null;
+}

@@ -1,0 +1,23 @@
+import type { DbTx } from "./client.ts";
+import { workerSelect } from "./selects.ts";
+
+export function registerWorker(db: DbTx, input: { host: string; pid: number; capacity: number }) {
+  return db.worker.create({ data: input, select: workerSelect });
+}
+
+/** Advances a worker's heartbeat; false when the row is gone (it must re-register). */
+export async function heartbeatWorker(db: DbTx, workerId: string, loadedModels?: string[]): Promise<boolean> {
+  const { count } = await db.worker.updateMany({
+    where: { id: workerId, status: { not: "OFFLINE" } },
+    data: { heartbeatAt: new Date(), ...(loadedModels ? { loadedModels } : {}) },
+  });
+  return count === 1;
+}
+
+export async function markWorkerOffline(db: DbTx, workerId: string): Promise<void> {
+  await db.worker.updateMany({ where: { id: workerId }, data: { status: "OFFLINE" } });
+}
+
+export function listWorkers(db: DbTx) {
+  return db.worker.findMany({ select: workerSelect, orderBy: { startedAt: "desc" } });
+}
