@@ -21,7 +21,6 @@ export interface DatabaseServerOptions {
   /** Database name on the embedded cluster. */
   database?: string;
   persistent?: boolean;
-  onLog?: (line: string) => void;
 }
 
 /**
@@ -39,7 +38,6 @@ export async function openDatabaseServer(options: DatabaseServerOptions): Promis
     database: options.database ?? "opentinker",
     port,
     persistent: options.persistent ?? true,
-    onLog: options.onLog,
   });
   return { url: handle.url, embedded: true, stop: handle.stop };
 }

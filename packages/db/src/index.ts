@@ -4,6 +4,7 @@ export * from "./base-models.ts";
 export { createDb, type Db, type DbTx, getDb } from "./client.ts";
 export * from "./database-server.ts";
 export * from "./database-url.ts";
+export { findFreePort, isPortFree } from "./free-port.ts";
 export { Prisma } from "./generated/prisma/client.ts";
 export type * from "./generated/prisma/enums.ts";
 export * from "./jobs.ts";

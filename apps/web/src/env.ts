@@ -1,0 +1,19 @@
+import { z } from "zod";
+
+// The web process's whole configuration, read once from the environment.
+const ZWebEnv = z.object({
+  DATABASE_URL: z.string().min(1, "DATABASE_URL is required (npm start sets it)"),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+});
+
+export type WebEnv = z.infer<typeof ZWebEnv>;
+
+export function readWebEnv(source: NodeJS.ProcessEnv = process.env): WebEnv {
+  const parsed = ZWebEnv.safeParse(source);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`web configuration: ${issue?.path.join(".")}: ${issue?.message}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,67 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createDb, findFreePort } from "@opentinker/db";
+import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRequestListener } from "./http.ts";
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(() => t.drop());
+
+async function serve(
+  listener: ReturnType<typeof createRequestListener>,
+): Promise<{ base: string; server: Server }> {
+  const server = createServer(listener);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe("GET /api/health", () => {
+  it("answers 200 with the database status and the workers' last heartbeat", async () => {
+    const beat = new Date("2026-01-02T03:04:05.000Z");
+    await t.db.worker.create({ data: { host: "h", pid: 1, capacity: 1, heartbeatAt: beat } });
+    const { base, server } = await serve(createRequestListener({ db: t.db }));
+    try {
+      const response = await fetch(`${base}/api/health`);
+      expect(response.status).toBe(200);
+      const body = await response.json();
+      expect(body.status).toBe("ok");
+      expect(body.database.status).toBe("ok");
+      expect(body.database.latencyMs).toBeGreaterThanOrEqual(0);
+      expect(body.workers).toEqual({ online: 1, lastHeartbeatAt: beat.toISOString() });
+    } finally {
+      server.close();
+    }
+  });
+
+  it("answers 503 naming the database as unreachable when it is down", async () => {
+    const down = createDb(`postgresql://postgres:x@127.0.0.1:${await findFreePort()}/nothing`);
+    const { base, server } = await serve(createRequestListener({ db: down }));
+    try {
+      const response = await fetch(`${base}/api/health`);
+      expect(response.status).toBe(503);
+      const body = await response.json();
+      expect(body.database.status).toBe("unreachable");
+      expect(body.database.error).not.toContain("\n");
+    } finally {
+      server.close();
+      await down.$disconnect();
+    }
+  });
+
+  it("unknown API routes and wrong methods get JSON errors naming the route", async () => {
+    const { base, server } = await serve(createRequestListener({ db: t.db }));
+    try {
+      const missing = await fetch(`${base}/api/nope`);
+      expect(missing.status).toBe(404);
+      expect((await missing.json()).error).toContain("/api/nope");
+      const wrong = await fetch(`${base}/api/health`, { method: "POST" });
+      expect(wrong.status).toBe(405);
+    } finally {
+      server.close();
+    }
+  });
+});

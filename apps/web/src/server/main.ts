@@ -1,0 +1,41 @@
+// Web process: the API routes and the Next.js dashboard in one HTTP server.
+import { existsSync } from "node:fs";
+import { createServer } from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { getDb } from "@opentinker/db";
+import next from "next";
+import { readWebEnv } from "../env.ts";
+import { createRequestListener } from "./http.ts";
+
+const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+async function main(): Promise<void> {
+  const env = readWebEnv();
+  const db = getDb(env.DATABASE_URL);
+  if (!existsSync(path.join(APP_DIR, ".next", "BUILD_ID"))) {
+    throw new Error("the dashboard is not built: run `npm run build` (npm start does this for you)");
+  }
+  const app = next({ dev: false, dir: APP_DIR, hostname: env.HOST, port: env.PORT });
+  await app.prepare();
+  const handle = app.getRequestHandler();
+  const server = createServer(createRequestListener({ db, pages: (req, res) => handle(req, res) }));
+  server.listen(env.PORT, env.HOST, () => {
+    const address = server.address();
+    const port = typeof address === "object" && address ? address.port : env.PORT;
+    // The start script waits for this exact line.
+    console.log(`web: listening on http://${env.HOST}:${port}`);
+  });
+
+  const shutdown = () => {
+    server.close(() => void db.$disconnect().finally(() => process.exit(0)));
+    server.closeAllConnections();
+  };
+  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", shutdown);
+}
+
+main().catch((error: unknown) => {
+  console.error(`web: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

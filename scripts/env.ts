@@ -1,0 +1,27 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+// `npm start`'s whole configuration, read once from the environment.
+const ZStartEnv = z.object({
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .transform((value) => value || undefined),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  OPENTINKER_DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, ".data")),
+});
+
+export type StartEnv = z.infer<typeof ZStartEnv>;
+
+export function readStartEnv(source: NodeJS.ProcessEnv = process.env): StartEnv {
+  const parsed = ZStartEnv.safeParse(source);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`configuration: ${issue?.path.join(".")}: ${issue?.message}`);
+  }
+  return parsed.data;
+}

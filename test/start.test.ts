@@ -1,0 +1,138 @@
+// `npm start` end to end: embedded Postgres, migrations, seed, build, web and
+// worker, exactly as a new user runs it (DATABASE_URL unset).
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { findFreePort } from "@opentinker/db";
+import { afterAll, describe, expect, it } from "vitest";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  /** Exit code, or the signal npm re-raises on itself after an interrupted script. */
+  exit: Promise<number | string | null>;
+}
+
+function npmStart(env: NodeJS.ProcessEnv): Started {
+  // Its own process group, so that `interrupt` can signal it as a terminal's Ctrl-C does.
+  const child = spawn("npm", ["start", "--silent"], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exit = new Promise<number | string | null>((resolve) =>
+    child.once("exit", (code, signal) => resolve(code ?? signal)),
+  );
+  return { child, output: () => output, exit };
+}
+
+/** SIGINT to the whole process group: what Ctrl-C in a terminal does. */
+function interrupt(started: Started): void {
+  if (started.child.pid !== undefined && started.child.exitCode === null)
+    process.kill(-started.child.pid, "SIGINT");
+}
+
+async function until<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  ms: number,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function baseEnv(dataDir: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    OPENTINKER_DATA_DIR: dataDir,
+    PORT: "0",
+    WORKER_HEARTBEAT_MS: "300",
+  };
+  delete env.DATABASE_URL;
+  return env;
+}
+
+describe("npm start", () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("serves /api/health on an embedded Postgres, heartbeats, stops cleanly and keeps its data", async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), "ot-start-"));
+    dirs.push(dataDir);
+
+    const first = npmStart(baseEnv(dataDir));
+    try {
+      const url = await until(() => /running at (\S+)/.exec(first.output())?.[1], "the URL", 240_000);
+      expect(first.output()).toContain("embedded Postgres");
+      expect(first.output()).toMatch(/API key \(shown once, keep it\): ot_\S+/);
+
+      type Health = { database: { status: string }; workers: { lastHeartbeatAt: string | null } };
+      const health = async () => (await (await fetch(`${url}/api/health`)).json()) as Health;
+      const response = await fetch(`${url}/api/health`);
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as Health).database.status).toBe("ok");
+      const firstBeat = await until(
+        async () => (await health()).workers.lastHeartbeatAt ?? undefined,
+        "a worker",
+        30_000,
+      );
+      await until(
+        async () => (((await health()).workers.lastHeartbeatAt ?? "") > firstBeat ? true : undefined),
+        "the heartbeat to advance",
+        30_000,
+      );
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("OpenTinker");
+    } finally {
+      interrupt(first);
+    }
+    expect([0, "SIGINT"]).toContain(await first.exit);
+    expect(first.output()).toContain("worker: SIGINT, draining");
+    expect(first.output()).not.toMatch(/failed|exited \(/);
+    expect(existsSync(path.join(dataDir, "pg", "postmaster.pid"))).toBe(false);
+
+    // Second start: same data, so the demo key is not minted again.
+    const second = npmStart(baseEnv(dataDir));
+    try {
+      const url = await until(() => /running at (\S+)/.exec(second.output())?.[1], "the URL again", 240_000);
+      expect(second.output()).toContain("schema up to date");
+      expect(second.output()).not.toContain("API key");
+      expect((await fetch(`${url}/api/health`)).status).toBe(200);
+    } finally {
+      interrupt(second);
+    }
+    expect([0, "SIGINT"]).toContain(await second.exit);
+  }, 600_000);
+
+  it("an unreachable DATABASE_URL stops start-up with one line naming the host", async () => {
+    const port = await findFreePort();
+    const env = { ...process.env, DATABASE_URL: `postgresql://u:secret@127.0.0.1:${port}/x`, PORT: "0" };
+    const run = npmStart(env);
+    expect(await run.exit).toBe(1);
+    const lines = run.output().trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`cannot reach database at 127.0.0.1:${port}/x`);
+    expect(run.output()).not.toContain("secret");
+  }, 60_000);
+});
