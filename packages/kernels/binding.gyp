@@ -1,0 +1,41 @@
+{
+  "variables": {
+    "use_blas%": "<!(node scripts/detect-blas.mjs)"
+  },
+  "targets": [
+    {
+      "target_name": "opentinker_kernels",
+      "sources": [
+        "src/binding.cc",
+        "src/cpu/thread_pool.cc",
+        "src/cpu/gemm.cc",
+        "src/cpu/gemm_binding.cc",
+        "src/cpu/lora.cc",
+        "src/cpu/lora_binding.cc",
+        "src/cpu/attention.cc",
+        "src/cpu/attention_binding.cc",
+        "src/cpu/norm.cc",
+        "src/cpu/rope.cc",
+        "src/cpu/activation.cc",
+        "src/cpu/embedding.cc",
+        "src/cpu/elementwise_binding.cc",
+        "src/cpu/softmax.cc",
+        "src/cpu/loss_binding.cc",
+        "src/cpu/optim.cc",
+        "src/cpu/optim_binding.cc"
+      ],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src/cpu"],
+      "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"],
+      "cflags!": ["-fno-exceptions", "-O2", "-O3"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17", "-O2", "-O3"],
+      "cflags_cc": ["-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "ldflags": ["-pthread"],
+      "conditions": [
+        ["use_blas==1", {
+          "defines": ["OT_HAVE_CBLAS=1"],
+          "libraries": ["-lopenblas"]
+        }]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,43 @@
+// The addon's entry point: registers every module's functions and the addon info.
+#include <napi.h>
+
+#include "common.h"
+#include "gemm.h"
+#include "ops.h"
+#include "thread_pool.h"
+
+namespace {
+
+Napi::Value Info(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("backend", "cpu");
+  const char* blas = ot::blas_name();
+  out.Set("blas", blas ? Napi::Value(Napi::String::New(env, blas)) : env.Null());
+  out.Set("simd", ot::simd_name());
+  out.Set("threads", ot::num_threads());
+  return out;
+}
+
+Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
+  ot::Args a{info, "setNumThreads"};
+  a.expect_count(1);
+  ot::set_num_threads(static_cast<int>(a.dim(0, "threads", 1, 1024)));
+  return info.Env().Undefined();
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("info", Napi::Function::New(env, Info, "info"));
+  exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
+  ot::register_gemm(env, exports);
+  ot::register_lora(env, exports);
+  ot::register_attention(env, exports);
+  ot::register_elementwise(env, exports);
+  ot::register_loss(env, exports);
+  ot::register_optim(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(opentinker_kernels, Init)

@@ -1,0 +1,6 @@
+// Placeholder while the module is written; replaced by the real bindings.
+#include "ops.h"
+
+namespace ot {
+void register_optim(Napi::Env env, Napi::Object exports) {}
+}  // namespace ot

@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest";
+import { kernelInfo } from "./index.ts";
+import { loadNative } from "./loader.ts";
+import { gemm, linear, linearBackwardInput, linearBackwardWeight } from "./ops/gemm.ts";
+import { refGemm } from "./reference/gemm.ts";
+import { expectClose, randomF32, rng } from "./test-utils.ts";
+
+// fp32 accumulation over k terms of magnitude ≤ 1: error grows ~ sqrt(k)·eps.
+const tolerance = (k: number) => 2e-6 * Math.max(16, k);
+
+const backends = (kernelInfo().blas ? ["own", "blas", "auto"] : ["own", "auto"]) as ("own" | "blas" | "auto")[];
+
+describe("gemm", () => {
+  const shapes: [number, number, number][] = [
+    [1, 1, 1],
+    [1, 896, 37],
+    [7, 5, 3],
+    [6, 16, 256],
+    [13, 33, 300],
+    [61, 129, 257],
+    [130, 47, 520],
+    [3, 3100, 17],
+  ];
+  for (const backend of backends) {
+    for (const [transA, transB] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ] as const) {
+      it(`${backend}: matches the reference for transA=${transA} transB=${transB} on odd shapes`, () => {
+        const random = rng(7);
+        for (const [m, n, k] of shapes) {
+          const a = randomF32(m * k, random);
+          const b = randomF32(k * n, random);
+          const c = randomF32(m * n, random);
+          const expected = refGemm(transA, transB, m, n, k, 0.5, a, b, -1.5, c);
+          gemm(m, n, k, a, b, c, { transA, transB, alpha: 0.5, beta: -1.5, backend });
+          expectClose(c, expected, tolerance(k), 1e-5);
+        }
+      });
+    }
+  }
+
+  it("beta 0 overwrites whatever was in c, including NaN", () => {
+    const random = rng(3);
+    const a = randomF32(5 * 9, random);
+    const b = randomF32(9 * 4, random);
+    const c = new Float32Array(5 * 4).fill(Number.NaN);
+    gemm(5, 4, 9, a, b, c, { backend: "own" });
+    expectClose(c, refGemm(false, false, 5, 4, 9, 1, a, b, 0, c), 1e-5);
+  });
+
+  it("k = 0 scales c by beta, and empty shapes are no-ops", () => {
+    const c = new Float32Array([1, 2, 3, 4]);
+    gemm(2, 2, 0, new Float32Array(0), new Float32Array(0), c, { beta: 2, backend: "own" });
+    expect(Array.from(c)).toEqual([2, 4, 6, 8]);
+    gemm(0, 3, 4, new Float32Array(0), new Float32Array(12), new Float32Array(0));
+  });
+
+  it("linear, its input gradient and its weight gradient agree with the reference", () => {
+    const random = rng(11);
+    const [rows, dIn, dOut] = [9, 70, 33];
+    const x = randomF32(rows * dIn, random);
+    const w = randomF32(dOut * dIn, random);
+    const y = randomF32(rows * dOut, random);
+    const expectedY = refGemm(false, true, rows, dOut, dIn, 1, x, w, 1, y);
+    linear(x, w, y, rows, dIn, dOut, true);
+    expectClose(y, expectedY, tolerance(dIn));
+
+    const dy = randomF32(rows * dOut, random);
+    const dx = new Float32Array(rows * dIn);
+    linearBackwardInput(dy, w, dx, rows, dIn, dOut);
+    expectClose(dx, refGemm(false, false, rows, dIn, dOut, 1, dy, w, 0, dx), tolerance(dOut));
+
+    const dw = randomF32(dOut * dIn, random);
+    const expectedDw = refGemm(true, false, dOut, dIn, rows, 1, dy, x, 1, dw);
+    linearBackwardWeight(dy, x, dw, rows, dIn, dOut);
+    expectClose(dw, expectedDw, tolerance(rows));
+  });
+
+  it("rejects bad input with errors naming the op and the argument", () => {
+    const native = loadNative();
+    const f = (n: number) => new Float32Array(n);
+    expect(() => native.gemm(false, false, 2, 2, 2, 1, f(3), f(4), 0, f(4), "auto")).toThrow(
+      new RangeError("gemm: a has length 3, expected 4"),
+    );
+    expect(() => native.gemm(false, false, 2, 2, 2, 1, f(4), new Float64Array(4) as never, 0, f(4), "auto")).toThrow(
+      new TypeError("gemm: b must be a Float32Array"),
+    );
+    expect(() => native.gemm(false, false, 2, 2, 2, Number.NaN, f(4), f(4), 0, f(4), "auto")).toThrow(
+      /gemm: alpha must be finite/,
+    );
+    expect(() => native.gemm(false, false, -1, 2, 2, 1, f(4), f(4), 0, f(4), "auto")).toThrow(RangeError);
+    expect(() => native.gemm(false, false, 1.5, 2, 2, 1, f(4), f(4), 0, f(4), "auto")).toThrow(/m must be an integer/);
+    expect(() => native.gemm(false, false, 2, 2, 2, 1, f(4), f(4), 0, f(4), "gpu" as never)).toThrow(/backend/);
+    expect(() => (native.gemm as unknown as (...args: unknown[]) => void)(false, false, 2)).toThrow(
+      /gemm: expected 11 arguments/,
+    );
+  });
+});

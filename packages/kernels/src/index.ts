@@ -1,0 +1,23 @@
+// @opentinker/kernels: the native kernels behind the engine. Buffers are
+// Float32Array (zero copy), row-major, with shapes in each function's comment.
+import { loadNative } from "./loader.ts";
+import type { AddonInfo } from "./native.ts";
+
+export * from "./ops/attention.ts";
+export * from "./ops/elementwise.ts";
+export * from "./ops/gemm.ts";
+export * from "./ops/lora.ts";
+export * from "./ops/loss.ts";
+export * from "./ops/optim.ts";
+export type { AddonInfo } from "./native.ts";
+export { loadNative } from "./loader.ts";
+
+/** Which build is loaded: backend, BLAS, SIMD level and thread count. */
+export function kernelInfo(): AddonInfo {
+  return loadNative().info();
+}
+
+/** Sets the size of the kernels' thread pool (default: every core). */
+export function setKernelThreads(threads: number): void {
+  loadNative().setNumThreads(threads);
+}

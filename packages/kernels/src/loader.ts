@@ -1,0 +1,44 @@
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { NativeKernels } from "./native.ts";
+
+const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(import.meta.url);
+
+/**
+ * Candidate builds, best first. A CUDA build (a later backend) would come first
+ * when built and a device is present; today the CPU build is the only one.
+ * OPENTINKER_KERNELS_ADDON names a specific build (e.g. build-noblas/…) instead.
+ */
+function candidates(): string[] {
+  const chosen = process.env.OPENTINKER_KERNELS_ADDON;
+  if (chosen) return [path.resolve(PACKAGE_DIR, chosen)];
+  return [path.join(PACKAGE_DIR, "build", "Release", "opentinker_kernels.node")];
+}
+
+let loaded: NativeKernels | undefined;
+
+/** The native addon, loaded once; throws a message that says how to build it. */
+export function loadNative(): NativeKernels {
+  if (loaded) return loaded;
+  const tried: string[] = [];
+  for (const file of candidates()) {
+    if (!existsSync(file)) {
+      tried.push(`${file} (not built)`);
+      continue;
+    }
+    try {
+      loaded = require(file) as NativeKernels;
+      return loaded;
+    } catch (error) {
+      tried.push(`${file} (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+  throw new Error(
+    `@opentinker/kernels: no usable native build. Tried: ${tried.join("; ")}. ` +
+      "Build it with `npm run build:native -w @opentinker/kernels` (needs g++, make and python3; " +
+      "OpenBLAS is optional: apt-get install libopenblas-dev).",
+  );
+}

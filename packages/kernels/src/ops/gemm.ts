@@ -1,0 +1,74 @@
+import { loadNative } from "../loader.ts";
+
+export type GemmBackend = "auto" | "own" | "blas";
+
+export interface GemmBinding {
+  gemm(
+    transA: boolean,
+    transB: boolean,
+    m: number,
+    n: number,
+    k: number,
+    alpha: number,
+    a: Float32Array,
+    b: Float32Array,
+    beta: number,
+    c: Float32Array,
+    backend: GemmBackend,
+  ): void;
+}
+
+export interface GemmOptions {
+  transA?: boolean;
+  transB?: boolean;
+  alpha?: number;
+  beta?: number;
+  /** "auto": OpenBLAS when built with it, else the addon's own SIMD kernel. */
+  backend?: GemmBackend;
+}
+
+/**
+ * c[m, n] = alpha · op(a) · op(b) + beta · c, row-major; a is [m, k] ([k, m] when
+ * transA), b is [k, n] ([n, k] when transB).
+ */
+export function gemm(m: number, n: number, k: number, a: Float32Array, b: Float32Array, c: Float32Array, o: GemmOptions = {}) {
+  loadNative().gemm(o.transA ?? false, o.transB ?? false, m, n, k, o.alpha ?? 1, a, b, o.beta ?? 0, c, o.backend ?? "auto");
+}
+
+/** A linear layer: y[rows, dOut] (+)= x[rows, dIn] · w[dOut, dIn]ᵀ. */
+export function linear(
+  x: Float32Array,
+  w: Float32Array,
+  y: Float32Array,
+  rows: number,
+  dIn: number,
+  dOut: number,
+  accumulate = false,
+): void {
+  loadNative().gemm(false, true, rows, dOut, dIn, 1, x, w, accumulate ? 1 : 0, y, "auto");
+}
+
+/** The linear layer's input gradient: dx[rows, dIn] (+)= dy[rows, dOut] · w[dOut, dIn]. */
+export function linearBackwardInput(
+  dy: Float32Array,
+  w: Float32Array,
+  dx: Float32Array,
+  rows: number,
+  dIn: number,
+  dOut: number,
+  accumulate = false,
+): void {
+  loadNative().gemm(false, false, rows, dIn, dOut, 1, dy, w, accumulate ? 1 : 0, dx, "auto");
+}
+
+/** The linear layer's weight gradient: dw[dOut, dIn] += dy[rows, dOut]ᵀ · x[rows, dIn]. */
+export function linearBackwardWeight(
+  dy: Float32Array,
+  x: Float32Array,
+  dw: Float32Array,
+  rows: number,
+  dIn: number,
+  dOut: number,
+): void {
+  loadNative().gemm(true, false, dOut, dIn, rows, 1, dy, x, 1, dw, "auto");
+}
