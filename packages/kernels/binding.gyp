@@ -26,8 +26,8 @@
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src/cpu"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"],
-      "cflags!": ["-fno-exceptions", "-O2", "-O3"],
-      "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17", "-O2", "-O3"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17"],
       "cflags_cc": ["-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "ldflags": ["-pthread"],
       "conditions": [

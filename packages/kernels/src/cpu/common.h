@@ -98,9 +98,9 @@ struct Args {
 inline void check_indices(const Args& a, const char* name, const int32_t* values, int64_t n, int64_t lo, int64_t hi) {
   for (int64_t i = 0; i < n; ++i) {
     if (values[i] < lo || values[i] >= hi) {
-      throw_range(a.env(), a.op, name,
-                  "[" + std::to_string(i) + "] is " + std::to_string(values[i]) + ", expected [" + std::to_string(lo) +
-                      ", " + std::to_string(hi) + ")");
+      const std::string element = std::string(name) + "[" + std::to_string(i) + "]";
+      throw_range(a.env(), a.op, element.c_str(),
+                  "is " + std::to_string(values[i]) + ", expected [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
     }
   }
 }

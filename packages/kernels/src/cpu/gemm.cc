@@ -15,9 +15,15 @@ namespace {
 
 // Register tile (rows × columns of C) and cache blocks (GotoBLAS layout): an
 // [MC × KC] block of A stays in L2, a [KC × NR] panel of B in L1.
+#if defined(__AVX512F__)
+#define OT_GEMM_AVX512 1
+constexpr int MR = 12;
+constexpr int NR = 32;
+#else
 constexpr int MR = 6;
 constexpr int NR = 16;
-constexpr int64_t KC = 256;
+#endif
+constexpr int64_t KC = 192;
 constexpr int64_t MC = 120;  // multiple of MR
 constexpr int64_t NC = 3072;  // multiple of NR
 
@@ -75,9 +81,45 @@ void pack_b(const GemmArgs& g, int64_t jc, int64_t nc, int64_t pc, int64_t kc, f
   }
 }
 
+#ifdef OT_GEMM_AVX512
+/**
+ * C[MR][NR] (+)= Σ_p ap[p][·] ⊗ bp[p][·] straight into a full tile of C: 24 zmm
+ * accumulators, two B loads and twelve broadcasts per k step.
+ */
+inline void micro_kernel_full(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool overwrite) {
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(bp);
+    const __m512 b1 = _mm512_loadu_ps(bp + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const __m512 a = _mm512_set1_ps(ap[r]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+    ap += MR;
+    bp += NR;
+  }
+  for (int r = 0; r < MR; ++r) {
+    float* row = c + r * ldc;
+    if (overwrite) {
+      _mm512_storeu_ps(row, acc[r][0]);
+      _mm512_storeu_ps(row + 16, acc[r][1]);
+    } else {
+      _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[r][0]));
+      _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[r][1]));
+    }
+  }
+}
+#endif
+
 /** acc[MR][NR] = Σ_p ap[p][·] ⊗ bp[p][·]. */
 inline void micro_kernel(int64_t kc, const float* ap, const float* bp, float* acc) {
-#ifdef OT_AVX2
+#ifdef OT_GEMM_AVX512
+  micro_kernel_full(kc, ap, bp, acc, NR, true);
+#elif defined(OT_AVX2)
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
   __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
@@ -178,8 +220,16 @@ void run_block(const BlockJob& job, int64_t task) {
     const float* bp = job.b_packed + j0 * job.kc;
     for (int64_t ir = 0; ir < mc; ir += MR) {
       const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+      float* c = g.c + (ic + ir) * g.ldc + job.jc + j0;
+#ifdef OT_GEMM_AVX512
+      // Full tiles update C directly (beta 0 or 1); edges go through a local tile.
+      if (rows == MR && cols == NR && (!job.first || g.beta == 0.0f || g.beta == 1.0f)) {
+        micro_kernel_full(job.kc, a_packed + ir * job.kc, bp, c, g.ldc, job.first && g.beta == 0.0f);
+        continue;
+      }
+#endif
       micro_kernel(job.kc, a_packed + ir * job.kc, bp, acc);
-      store_tile(acc, g.c + (ic + ir) * g.ldc + job.jc + j0, g.ldc, rows, cols, job.first, g.beta);
+      store_tile(acc, c, g.ldc, rows, cols, job.first, g.beta);
     }
   }
 }
@@ -191,11 +241,83 @@ void scale_c(const GemmArgs& g) {
   }
 }
 
+#ifdef OT_AVX2
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
+
+/**
+ * A tile of MI rows of A × NJ rows of B (B stored [n, k]): MI·NJ dot products
+ * over k, sharing every load. Used for small m, where packing B would cost more
+ * than the product (decode and short prefill chunks).
+ */
+template <int MI, int NJ>
+void dot_tile(const GemmArgs& g, int64_t i0, int64_t j0) {
+  const float* a[MI];
+  const float* b[NJ];
+  for (int i = 0; i < MI; ++i) a[i] = g.a + (i0 + i) * g.lda;
+  for (int j = 0; j < NJ; ++j) b[j] = g.b + (j0 + j) * g.ldb;
+  float sums[MI][NJ];
+  int64_t p = 0;
+#ifdef OT_AVX2
+  __m256 acc[MI][NJ];
+  for (int i = 0; i < MI; ++i)
+    for (int j = 0; j < NJ; ++j) acc[i][j] = _mm256_setzero_ps();
+  for (; p + 8 <= g.k; p += 8) {
+    __m256 bv[NJ];
+    for (int j = 0; j < NJ; ++j) bv[j] = _mm256_loadu_ps(b[j] + p);
+    for (int i = 0; i < MI; ++i) {
+      const __m256 av = _mm256_loadu_ps(a[i] + p);
+      for (int j = 0; j < NJ; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MI; ++i)
+    for (int j = 0; j < NJ; ++j) sums[i][j] = hsum(acc[i][j]);
+#else
+  for (int i = 0; i < MI; ++i)
+    for (int j = 0; j < NJ; ++j) sums[i][j] = 0.0f;
+#endif
+  for (; p < g.k; ++p) {
+    for (int i = 0; i < MI; ++i)
+      for (int j = 0; j < NJ; ++j) sums[i][j] += a[i][p] * b[j][p];
+  }
+  for (int i = 0; i < MI; ++i) {
+    float* c = g.c + (i0 + i) * g.ldc + j0;
+    for (int j = 0; j < NJ; ++j) c[j] = g.alpha * sums[i][j] + (g.beta == 0.0f ? 0.0f : g.beta * c[j]);
+  }
+}
+
+template <int NJ>
+void dot_rows(const GemmArgs& g, int64_t j0) {
+  int64_t i = 0;
+  for (; i + 4 <= g.m; i += 4) dot_tile<4, NJ>(g, i, j0);
+  for (; i + 2 <= g.m; i += 2) dot_tile<2, NJ>(g, i, j0);
+  for (; i < g.m; ++i) dot_tile<1, NJ>(g, i, j0);
+}
+
+/** C = alpha·A·Bᵀ + beta·C for A [m, k], B [n, k] with small m, parallel over n. */
+void gemm_nt_small(const GemmArgs& g) {
+  constexpr int64_t NJ = 3;
+  const int64_t tiles = g.n / NJ;
+  parallel_for(tiles, grain_for(tiles, 8), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) dot_rows<NJ>(g, t * NJ);
+  });
+  for (int64_t j = tiles * NJ; j < g.n; ++j) dot_rows<1>(g, j);
+}
+
+// Below this many rows, x·Wᵀ is computed by dot tiles instead of the packed kernel.
+constexpr int64_t kSmallM = 24;
+
 }  // namespace
 
 void gemm_own(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0 || g.alpha == 0.0f) return scale_c(g);
+  if (!g.trans_a && g.trans_b && g.m <= kSmallM) return gemm_nt_small(g);
   thread_local std::vector<float> b_buffer;
   const int threads = num_threads();
   for (int64_t jc = 0; jc < g.n; jc += NC) {
@@ -233,6 +355,8 @@ bool gemm_blas(const GemmArgs& g) {
 void gemm(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0) return scale_c(g);
+  // Our dot tiles beat OpenBLAS on decode-sized x·Wᵀ (see BENCHMARKS.md).
+  if (!g.trans_a && g.trans_b && g.m <= kSmallM && g.alpha != 0.0f) return gemm_nt_small(g);
   if (!gemm_blas(g)) gemm_own(g);
 }
 

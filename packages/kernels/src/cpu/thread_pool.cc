@@ -72,7 +72,10 @@ class ThreadPool {
  private:
   void start(int threads) {
     quit_ = false;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { loop(); });
+    // The generation is read here, not in the new thread: a job posted before the
+    // thread first runs must still count as new to it (else run() waits forever).
+    const uint64_t current = generation_.load(std::memory_order_acquire);
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, current] { loop(current); });
   }
 
   void stop() {
@@ -96,9 +99,8 @@ class ThreadPool {
     }
   }
 
-  void loop() {
+  void loop(uint64_t seen) {
     t_in_pool = true;
-    uint64_t seen = generation_.load(std::memory_order_acquire);
     for (;;) {
       for (int spin = 0; generation_.load(std::memory_order_acquire) == seen; ++spin) {
         if (spin < kSpinIterations) {

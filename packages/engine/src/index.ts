@@ -1,0 +1,15 @@
+// @opentinker/engine: base models, LoRA and full-parameter policies, training
+// (losses, AdamW), snapshots and their store.
+export * from "./base-model.ts";
+export * from "./model/index.ts";
+export type { LinearParams } from "./nn/linear.ts";
+export type { ModelParams } from "./nn/params.ts";
+export { createFullPolicy } from "./policy/full-policy.ts";
+export { createLoraPolicy, peftName } from "./policy/lora-policy.ts";
+export { type LoraSpec, type Policy, type PolicyKind, zeroGrads } from "./policy/policy.ts";
+export type { TrainableTensor } from "./policy/tensor.ts";
+export * from "./rng.ts";
+export * from "./snapshots/peft.ts";
+export * from "./snapshots/state.ts";
+export * from "./snapshots/store.ts";
+export { Trainer, type TrainerOptions } from "./trainer/trainer.ts";

@@ -1,0 +1,29 @@
+// A model directory as Hugging Face lays it out: config.json, *.safetensors,
+// tokenizer.json and tokenizer_config.json. Nothing is fetched: `dir` is local.
+import { resolve } from "node:path";
+import { loadModelConfig, type ModelConfig } from "./config.ts";
+import { loadTokenizer, type TextTokenizer } from "./tokenizer.ts";
+import { loadModelWeights, type ModelWeights } from "./weights.ts";
+
+export interface HfModel {
+  /** Absolute path of the model directory. */
+  dir: string;
+  config: ModelConfig;
+  weights: ModelWeights;
+  tokenizer: TextTokenizer;
+}
+
+/** Loads config, tokenizer and float32 weights from a local model directory. */
+export async function loadHfModel(dir: string): Promise<HfModel> {
+  const absolute = resolve(dir);
+  const config = await loadModelConfig(absolute);
+  // The tokenizer is checked before the weights: a mismatch should not cost a multi-GB read.
+  const tokenizer = await loadTokenizer(absolute);
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new Error(
+      `${absolute}: tokenizer has ${tokenizer.vocabSize} tokens but config.json vocab_size is ${config.vocabSize}`,
+    );
+  }
+  const weights = await loadModelWeights(absolute, config);
+  return { dir: absolute, config, weights, tokenizer };
+}

@@ -1,0 +1,50 @@
+// Model I/O: Hugging Face config, safetensors, weights and tokenizer loading.
+export {
+  type Architecture,
+  loadModelConfig,
+  type ModelConfig,
+  modelConfigToJson,
+  parseModelConfig,
+  type RopeScaling,
+  SUPPORTED_ARCHITECTURES,
+} from "./config.ts";
+export { type WrittenFile, writeFileAtomically, writeJsonFile } from "./files.ts";
+export { decodeFloats, encodeFloats, type FloatDtype, roundToDtype } from "./float-convert.ts";
+export { type HfModel, loadHfModel } from "./hf-model.ts";
+export {
+  decodeSafetensors,
+  encodeSafetensors,
+  type LoadedTensor,
+  readSafetensors,
+  readSafetensorsHeader,
+  type SafetensorsContents,
+  type SafetensorsHeader,
+  sha256File,
+  type TensorInfo,
+  type TensorsToWrite,
+  type TensorToWrite,
+  writeSafetensors,
+} from "./safetensors.ts";
+export {
+  type ChatMessage,
+  createTextTokenizer,
+  loadTokenizer,
+  type TextTokenizer,
+  type TokenizerSources,
+} from "./tokenizer.ts";
+export {
+  assembleModelWeights,
+  EMBED_TOKENS,
+  FINAL_NORM,
+  INDEX_FILE,
+  type LayerWeights,
+  LM_HEAD,
+  layerTensorName,
+  loadModelWeights,
+  type ModelWeights,
+  modelTensorSpecs,
+  modelWeightTensors,
+  SINGLE_FILE,
+  type TensorSpec,
+} from "./weights.ts";
+export { type WriteWeightsOptions, writeModelConfig, writeModelWeights } from "./write-model.ts";

@@ -1,0 +1,424 @@
+// The safetensors format: an 8-byte little-endian header length N, N bytes of
+// JSON ({ name: { dtype, shape, data_offsets: [begin, end] }, __metadata__? }),
+// then the data, with offsets relative to the end of the header.
+// https://github.com/huggingface/safetensors#format
+//
+// Reading validates the whole header before touching data (a corrupt or hostile
+// file fails with a message naming the file and tensor, never reads out of
+// range) and converts F32 / F16 / BF16 to Float32Array once. Tensors are read
+// one at a time, so a file larger than a single Buffer still loads.
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { type FileHandle, open } from "node:fs/promises";
+import { z } from "zod";
+import {
+  describeValue,
+  IO_CHUNK_BYTES,
+  isNotFound,
+  parseWithSchema,
+  type WrittenFile,
+  writeFileAtomically,
+} from "./files.ts";
+import {
+  decodeFloats,
+  encodeFloats,
+  FLOAT_DTYPE_BYTES,
+  FLOAT_DTYPES,
+  type FloatDtype,
+  isFloatDtype,
+} from "./float-convert.ts";
+
+export type { WrittenFile } from "./files.ts";
+export type { FloatDtype } from "./float-convert.ts";
+
+/** Element size of every dtype the format defines, so a header validates even with tensors we never convert. */
+const DTYPE_BYTES: Readonly<Record<string, number>> = {
+  BOOL: 1,
+  U8: 1,
+  I8: 1,
+  F8_E5M2: 1,
+  F8_E4M3: 1,
+  F8_E8M0: 1,
+  I16: 2,
+  U16: 2,
+  F16: 2,
+  BF16: 2,
+  I32: 4,
+  U32: 4,
+  F32: 4,
+  I64: 8,
+  U64: 8,
+  F64: 8,
+};
+
+// The reference implementation refuses headers above 100 MB; so do we, before allocating.
+const MAX_HEADER_BYTES = 100_000_000;
+const METADATA_KEY = "__metadata__";
+
+export interface TensorInfo {
+  dtype: string;
+  shape: number[];
+  /** [begin, end) in bytes, relative to the start of the data section. */
+  dataOffsets: [number, number];
+}
+
+export interface SafetensorsHeader {
+  metadata: Record<string, string>;
+  tensors: Map<string, TensorInfo>;
+  /** Absolute file offset of the data section (8 + header length). */
+  dataStart: number;
+}
+
+export interface LoadedTensor {
+  /** The dtype stored in the file; `data` is float32 either way. */
+  dtype: FloatDtype;
+  shape: number[];
+  data: Float32Array;
+}
+
+export interface SafetensorsContents {
+  metadata: Record<string, string>;
+  tensors: Map<string, LoadedTensor>;
+}
+
+export interface TensorToWrite {
+  shape: readonly number[];
+  data: Float32Array;
+  /** Stored dtype; F32 when absent. */
+  dtype?: FloatDtype;
+}
+
+/** Tensors to write, by name: a Map, a plain object, or a list of named tensors. */
+export type TensorsToWrite =
+  | ReadonlyMap<string, TensorToWrite>
+  | Readonly<Record<string, TensorToWrite>>
+  | readonly (TensorToWrite & { name: string })[];
+
+const TensorEntrySchema = z.object({
+  dtype: z.string(),
+  shape: z.array(z.number().int().nonnegative()),
+  data_offsets: z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
+});
+const MetadataSchema = z.record(z.string(), z.string());
+
+function elementCount(shape: readonly number[]): number {
+  return shape.reduce((product, dim) => product * dim, 1);
+}
+
+async function readExactly(file: FileHandle, target: Uint8Array, position: number): Promise<void> {
+  for (let done = 0; done < target.byteLength; ) {
+    const length = Math.min(IO_CHUNK_BYTES, target.byteLength - done);
+    const { bytesRead } = await file.read(target, done, length, position + done);
+    if (bytesRead === 0) throw new Error(`unexpected end of file at byte ${position + done}`);
+    done += bytesRead;
+  }
+}
+
+/** Validates the 8-byte prefix against the total size; returns the header length. */
+function headerLengthOf(prefix: Uint8Array, size: number, source: string): number {
+  if (size < 8) throw new Error(`${source}: ${size} bytes is too short for the 8-byte header length`);
+  const headerLength = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
+  if (headerLength > BigInt(size - 8)) {
+    throw new Error(`${source}: header length ${headerLength} runs past the end of the file (${size} bytes)`);
+  }
+  if (headerLength > BigInt(MAX_HEADER_BYTES)) {
+    throw new Error(`${source}: header length ${headerLength} exceeds the ${MAX_HEADER_BYTES}-byte limit`);
+  }
+  return Number(headerLength);
+}
+
+function parseHeaderJson(headerBytes: Uint8Array, source: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(headerBytes));
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`${source}: header is not valid UTF-8 JSON (${reason})`);
+  }
+}
+
+function parseEntry(path: string, key: string, value: unknown): TensorInfo {
+  const entry = parseWithSchema(TensorEntrySchema, value, `${path}: tensor "${key}"`);
+  const itemBytes = DTYPE_BYTES[entry.dtype];
+  if (itemBytes === undefined)
+    throw new Error(`${path}: tensor "${key}": unknown dtype ${describeValue(entry.dtype)}`);
+  const [begin, end] = entry.data_offsets;
+  if (begin > end) throw new Error(`${path}: tensor "${key}": data_offsets [${begin}, ${end}] are reversed`);
+  const expected = elementCount(entry.shape) * itemBytes;
+  if (expected !== end - begin) {
+    throw new Error(
+      `${path}: tensor "${key}": shape [${entry.shape.join(", ")}] of ${entry.dtype} needs ${expected} bytes ` +
+        `but data_offsets [${begin}, ${end}] span ${end - begin}`,
+    );
+  }
+  return { dtype: entry.dtype, shape: entry.shape, dataOffsets: [begin, end] };
+}
+
+/** Tensors must tile the data section exactly: in range, no overlap, no unowned bytes (as the spec requires). */
+function checkLayout(path: string, tensors: Map<string, TensorInfo>, dataLength: number): void {
+  const byOffset = [...tensors].sort(([, a], [, b]) => a.dataOffsets[0] - b.dataOffsets[0]);
+  let previousEnd = 0;
+  let previousKey = "";
+  for (const [key, { dataOffsets }] of byOffset) {
+    const [begin, end] = dataOffsets;
+    if (end > dataLength) {
+      throw new Error(
+        `${path}: tensor "${key}": data_offsets [${begin}, ${end}] run past the data section (${dataLength} bytes)`,
+      );
+    }
+    if (begin < previousEnd) throw new Error(`${path}: tensor "${key}" overlaps tensor "${previousKey}"`);
+    if (begin > previousEnd) {
+      throw new Error(`${path}: bytes ${previousEnd}..${begin} before tensor "${key}" belong to no tensor`);
+    }
+    previousEnd = end;
+    previousKey = key;
+  }
+  if (previousEnd !== dataLength) {
+    throw new Error(`${path}: ${dataLength - previousEnd} bytes after the last tensor belong to no tensor`);
+  }
+}
+
+/** Validates the header bytes completely, given the total size of the file. */
+function parseHeader(headerBytes: Uint8Array, size: number, source: string): SafetensorsHeader {
+  const json = parseHeaderJson(headerBytes, source);
+  if (json === null || typeof json !== "object" || Array.isArray(json)) {
+    throw new Error(`${source}: header must be a JSON object (got ${describeValue(json)})`);
+  }
+  let metadata: Record<string, string> = {};
+  const tensors = new Map<string, TensorInfo>();
+  for (const [key, value] of Object.entries(json)) {
+    if (key === METADATA_KEY) metadata = parseWithSchema(MetadataSchema, value, `${source}: ${METADATA_KEY}`);
+    else tensors.set(key, parseEntry(source, key, value));
+  }
+  const dataStart = 8 + headerBytes.byteLength;
+  checkLayout(source, tensors, size - dataStart);
+  return { metadata, tensors, dataStart };
+}
+
+async function readFileHeader(file: FileHandle, path: string): Promise<SafetensorsHeader> {
+  const { size } = await file.stat();
+  const prefix = new Uint8Array(8);
+  if (size >= 8) await readExactly(file, prefix, 0);
+  const headerBytes = new Uint8Array(headerLengthOf(prefix, size, path));
+  await readExactly(file, headerBytes, 8);
+  return parseHeader(headerBytes, size, path);
+}
+
+/** Opens for reading; a missing file is an error that says so in one line. */
+async function openForReading(path: string): Promise<FileHandle> {
+  try {
+    return await open(path, "r");
+  } catch (error) {
+    if (isNotFound(error)) throw new Error(`${path}: not found`);
+    throw error;
+  }
+}
+
+/** Reads and validates only the header: names, dtypes, shapes and metadata, without the data. */
+export async function readSafetensorsHeader(path: string): Promise<SafetensorsHeader> {
+  const file = await openForReading(path);
+  try {
+    return await readFileHeader(file, path);
+  } finally {
+    await file.close();
+  }
+}
+
+/** The tensor's entry, if it exists and has a dtype we convert. */
+function readableEntry(
+  path: string,
+  header: SafetensorsHeader,
+  key: string,
+): TensorInfo & { dtype: FloatDtype } {
+  const info = header.tensors.get(key);
+  if (!info) throw new Error(`${path}: tensor "${key}" is missing`);
+  const { dtype } = info;
+  if (!isFloatDtype(dtype)) {
+    throw new Error(
+      `${path}: tensor "${key}" has dtype ${dtype}; only ${FLOAT_DTYPES.join(", ")} can be loaded`,
+    );
+  }
+  return { ...info, dtype };
+}
+
+async function readTensor(
+  file: FileHandle,
+  header: SafetensorsHeader,
+  info: TensorInfo & { dtype: FloatDtype },
+) {
+  const [begin, end] = info.dataOffsets;
+  // A fresh buffer per tensor is aligned, so F32 data becomes a Float32Array without a copy.
+  const bytes = new Uint8Array(end - begin);
+  await readExactly(file, bytes, header.dataStart + begin);
+  return { dtype: info.dtype, shape: info.shape, data: decodeFloats(bytes, info.dtype) };
+}
+
+/**
+ * Reads a safetensors file into float32 tensors. With `keys`, only those tensors are
+ * read (each must exist); the whole header is validated either way.
+ */
+export async function readSafetensors(
+  path: string,
+  options: { keys?: readonly string[] } = {},
+): Promise<SafetensorsContents> {
+  const file = await openForReading(path);
+  try {
+    const header = await readFileHeader(file, path);
+    const keys = options.keys ?? [...header.tensors.keys()];
+    // Every key is checked before any data is read, so a bad file fails fast.
+    const entries = keys.map((key) => [key, readableEntry(path, header, key)] as const);
+    const tensors = new Map<string, LoadedTensor>();
+    for (const [key, info] of entries) tensors.set(key, await readTensor(file, header, info));
+    return { metadata: header.metadata, tensors };
+  } finally {
+    await file.close();
+  }
+}
+
+function checkTensorToWrite(path: string, name: string, tensor: TensorToWrite): FloatDtype {
+  const dtype = tensor.dtype ?? "F32";
+  if (name === "" || name === METADATA_KEY)
+    throw new Error(`${path}: ${describeValue(name)} is not a tensor name`);
+  if (!isFloatDtype(dtype))
+    throw new Error(`${path}: tensor "${name}": cannot write dtype ${describeValue(dtype)}`);
+  if (!tensor.shape.every((dim) => Number.isInteger(dim) && dim >= 0)) {
+    throw new Error(`${path}: tensor "${name}": shape [${tensor.shape.join(", ")}] is not a list of sizes`);
+  }
+  if (elementCount(tensor.shape) !== tensor.data.length) {
+    throw new Error(
+      `${path}: tensor "${name}": shape [${tensor.shape.join(", ")}] holds ${elementCount(tensor.shape)} values ` +
+        `but data has ${tensor.data.length}`,
+    );
+  }
+  return dtype;
+}
+
+interface PlannedTensor {
+  name: string;
+  dtype: FloatDtype;
+  shape: readonly number[];
+  data: Float32Array;
+}
+
+/**
+ * Lays tensors out like the reference writer: wider dtypes first, then by name, so
+ * every tensor starts aligned to its element size and the bytes do not depend on
+ * the order the caller listed them in.
+ */
+function planLayout(path: string, tensors: TensorsToWrite): PlannedTensor[] {
+  const entries: [string, TensorToWrite][] = Array.isArray(tensors)
+    ? tensors.map((tensor) => [tensor.name, tensor])
+    : tensors instanceof Map
+      ? [...tensors]
+      : Object.entries(tensors);
+  const names = new Set<string>();
+  for (const [name] of entries) {
+    if (names.has(name)) throw new Error(`${path}: tensor "${name}" is listed twice`);
+    names.add(name);
+  }
+  const planned = entries.map(([name, tensor]) => ({
+    name,
+    dtype: checkTensorToWrite(path, name, tensor),
+    shape: tensor.shape,
+    data: tensor.data,
+  }));
+  return planned.sort(
+    (a, b) =>
+      FLOAT_DTYPE_BYTES[b.dtype] - FLOAT_DTYPE_BYTES[a.dtype] ||
+      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
+}
+
+/** Header JSON padded with spaces so the data starts on an 8-byte boundary (as the spec recommends). */
+function encodeHeader(planned: PlannedTensor[], metadata: Readonly<Record<string, string>> | undefined) {
+  const header: Record<string, unknown> = {};
+  if (metadata && Object.keys(metadata).length > 0) header[METADATA_KEY] = { ...metadata };
+  let offset = 0;
+  for (const tensor of planned) {
+    const byteLength = tensor.data.length * FLOAT_DTYPE_BYTES[tensor.dtype];
+    header[tensor.name] = {
+      dtype: tensor.dtype,
+      shape: [...tensor.shape],
+      data_offsets: [offset, offset + byteLength],
+    };
+    offset += byteLength;
+  }
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const padded = new Uint8Array(Math.ceil(json.byteLength / 8) * 8).fill(0x20);
+  padded.set(json);
+  const prefix = new Uint8Array(8);
+  new DataView(prefix.buffer).setBigUint64(0, BigInt(padded.byteLength), true);
+  return { prefix, padded };
+}
+
+/**
+ * Validates and lays out the tensors (throwing here, before any file exists), then
+ * gives the bytes as chunks: length prefix, padded header, each tensor's data,
+ * converted one tensor at a time so a large model is never copied whole.
+ */
+function safetensorsChunks(
+  source: string,
+  tensors: TensorsToWrite,
+  metadata: Readonly<Record<string, string>> | undefined,
+): Iterable<Uint8Array> {
+  const planned = planLayout(source, tensors);
+  const { prefix, padded } = encodeHeader(planned, metadata);
+  return (function* () {
+    yield prefix;
+    yield padded;
+    for (const tensor of planned) yield encodeFloats(tensor.data, tensor.dtype);
+  })();
+}
+
+/**
+ * Writes tensors (each stored as F32, F16 or BF16, rounded to nearest even) and
+ * optional string metadata to `path`, atomically.
+ */
+export async function writeSafetensors(
+  path: string,
+  tensors: TensorsToWrite,
+  metadata?: Readonly<Record<string, string>>,
+): Promise<WrittenFile> {
+  const chunks = safetensorsChunks(path, tensors, metadata);
+  return writeFileAtomically(path, async (write) => {
+    for (const chunk of chunks) await write(chunk);
+  });
+}
+
+/** The bytes of a safetensors file, in memory (for small files: adapters, snapshots). */
+export function encodeSafetensors(
+  tensors: TensorsToWrite,
+  metadata?: Readonly<Record<string, string>>,
+): Uint8Array {
+  const chunks = [...safetensorsChunks("safetensors", tensors, metadata)];
+  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Parses safetensors bytes held in memory, with the same checks as readSafetensors.
+ * `source` names the bytes in errors. Tensors are copies: they never alias `bytes`.
+ */
+export function decodeSafetensors(bytes: Uint8Array, source = "safetensors"): SafetensorsContents {
+  const headerLength = headerLengthOf(bytes.subarray(0, 8), bytes.byteLength, source);
+  const header = parseHeader(bytes.subarray(8, 8 + headerLength), bytes.byteLength, source);
+  const tensors = new Map<string, LoadedTensor>();
+  for (const key of header.tensors.keys()) {
+    const info = readableEntry(source, header, key);
+    const [begin, end] = info.dataOffsets;
+    const data = decodeFloats(bytes.slice(header.dataStart + begin, header.dataStart + end), info.dtype);
+    tensors.set(key, { dtype: info.dtype, shape: info.shape, data });
+  }
+  return { metadata: header.metadata, tensors };
+}
+
+/** sha256 (hex) of a file's bytes, streamed. */
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path)) hash.update(chunk);
+  return hash.digest("hex");
+}

@@ -1,0 +1,278 @@
+// The Llama / Qwen2 checkpoint layout: Hugging Face tensor names and shapes, and
+// loading them from `model.safetensors` or shards listed in
+// `model.safetensors.index.json`. Matrices keep HF's [out, in] row-major layout,
+// so `y = x Wᵀ` (a Linear layer) reads them as stored.
+import { access } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { z } from "zod";
+import type { ModelConfig } from "./config.ts";
+import { isNotFound, parseWithSchema, readJsonFile } from "./files.ts";
+import { readSafetensors, readSafetensorsHeader } from "./safetensors.ts";
+
+export const SINGLE_FILE = "model.safetensors";
+export const INDEX_FILE = "model.safetensors.index.json";
+
+export interface LayerWeights {
+  qProj: Float32Array; // [numHeads * headDim, hiddenSize]
+  qBias?: Float32Array; // [numHeads * headDim]
+  kProj: Float32Array; // [numKvHeads * headDim, hiddenSize]
+  kBias?: Float32Array; // [numKvHeads * headDim]
+  vProj: Float32Array; // [numKvHeads * headDim, hiddenSize]
+  vBias?: Float32Array; // [numKvHeads * headDim]
+  oProj: Float32Array; // [hiddenSize, numHeads * headDim]
+  gateProj: Float32Array; // [intermediateSize, hiddenSize]
+  upProj: Float32Array; // [intermediateSize, hiddenSize]
+  downProj: Float32Array; // [hiddenSize, intermediateSize]
+  inputNorm: Float32Array; // [hiddenSize]
+  postAttentionNorm: Float32Array; // [hiddenSize]
+}
+
+export interface ModelWeights {
+  embedTokens: Float32Array; // [vocabSize, hiddenSize]
+  layers: LayerWeights[];
+  norm: Float32Array; // [hiddenSize]
+  /** [vocabSize, hiddenSize]; the same array as embedTokens when the config ties them. */
+  lmHead: Float32Array;
+}
+
+type LayerKey = keyof LayerWeights;
+
+interface LayerTensorSpec {
+  key: LayerKey;
+  suffix: string;
+  shape: (config: ModelConfig) => number[];
+  biasOnly?: boolean;
+}
+
+const qRows = (c: ModelConfig) => c.numHeads * c.headDim;
+const kvRows = (c: ModelConfig) => c.numKvHeads * c.headDim;
+
+/** One row per tensor of a decoder layer, in the order HF lists them. */
+const LAYER_TENSORS: readonly LayerTensorSpec[] = [
+  { key: "qProj", suffix: "self_attn.q_proj.weight", shape: (c) => [qRows(c), c.hiddenSize] },
+  { key: "qBias", suffix: "self_attn.q_proj.bias", shape: (c) => [qRows(c)], biasOnly: true },
+  { key: "kProj", suffix: "self_attn.k_proj.weight", shape: (c) => [kvRows(c), c.hiddenSize] },
+  { key: "kBias", suffix: "self_attn.k_proj.bias", shape: (c) => [kvRows(c)], biasOnly: true },
+  { key: "vProj", suffix: "self_attn.v_proj.weight", shape: (c) => [kvRows(c), c.hiddenSize] },
+  { key: "vBias", suffix: "self_attn.v_proj.bias", shape: (c) => [kvRows(c)], biasOnly: true },
+  { key: "oProj", suffix: "self_attn.o_proj.weight", shape: (c) => [c.hiddenSize, qRows(c)] },
+  { key: "gateProj", suffix: "mlp.gate_proj.weight", shape: (c) => [c.intermediateSize, c.hiddenSize] },
+  { key: "upProj", suffix: "mlp.up_proj.weight", shape: (c) => [c.intermediateSize, c.hiddenSize] },
+  { key: "downProj", suffix: "mlp.down_proj.weight", shape: (c) => [c.hiddenSize, c.intermediateSize] },
+  { key: "inputNorm", suffix: "input_layernorm.weight", shape: (c) => [c.hiddenSize] },
+  { key: "postAttentionNorm", suffix: "post_attention_layernorm.weight", shape: (c) => [c.hiddenSize] },
+];
+
+export const EMBED_TOKENS = "model.embed_tokens.weight";
+export const FINAL_NORM = "model.norm.weight";
+export const LM_HEAD = "lm_head.weight";
+
+export function layerTensorName(layer: number, suffix: string): string {
+  return `model.layers.${layer}.${suffix}`;
+}
+
+function layerSpecs(config: ModelConfig): readonly LayerTensorSpec[] {
+  return config.attentionBias ? LAYER_TENSORS : LAYER_TENSORS.filter((spec) => !spec.biasOnly);
+}
+
+export interface TensorSpec {
+  name: string;
+  shape: number[];
+}
+
+/** Every tensor a checkpoint of this config holds, with its shape; no lm_head when tied. */
+export function modelTensorSpecs(config: ModelConfig): TensorSpec[] {
+  const specs: TensorSpec[] = [{ name: EMBED_TOKENS, shape: [config.vocabSize, config.hiddenSize] }];
+  for (let layer = 0; layer < config.numLayers; layer++) {
+    for (const spec of layerSpecs(config)) {
+      specs.push({ name: layerTensorName(layer, spec.suffix), shape: spec.shape(config) });
+    }
+  }
+  specs.push({ name: FINAL_NORM, shape: [config.hiddenSize] });
+  if (!config.tieWordEmbeddings) specs.push({ name: LM_HEAD, shape: [config.vocabSize, config.hiddenSize] });
+  return specs;
+}
+
+/** Where each tensor lives: file name (relative to the model dir) → tensor names. */
+type TensorPlacement = Map<string, string[]>;
+
+const IndexSchema = z.object({ weight_map: z.record(z.string(), z.string()) });
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+}
+
+async function placeFromIndex(dir: string, names: readonly string[]): Promise<TensorPlacement> {
+  const indexPath = join(dir, INDEX_FILE);
+  const index = parseWithSchema(IndexSchema, await readJsonFile(indexPath, "a safetensors index"), indexPath);
+  const placement: TensorPlacement = new Map();
+  for (const name of names) {
+    const file = index.weight_map[name];
+    if (file === undefined) throw new Error(`${indexPath}: weight_map has no entry for "${name}"`);
+    // A shard must sit in the model directory: an index cannot point the loader elsewhere.
+    if (basename(file) !== file || file === "." || file === "..") {
+      throw new Error(`${indexPath}: weight_map["${name}"] ${JSON.stringify(file)} is not a file name`);
+    }
+    placement.set(file, [...(placement.get(file) ?? []), name]);
+  }
+  return placement;
+}
+
+async function placeTensors(dir: string, names: readonly string[]): Promise<TensorPlacement> {
+  if (await exists(join(dir, SINGLE_FILE))) return new Map([[SINGLE_FILE, [...names]]]);
+  if (await exists(join(dir, INDEX_FILE))) return placeFromIndex(dir, names);
+  throw new Error(`${dir}: neither ${SINGLE_FILE} nor ${INDEX_FILE} found`);
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((dim, i) => dim === b[i]);
+}
+
+/** Checks every tensor's presence and shape in the headers, before any data is read. */
+async function checkHeaders(
+  dir: string,
+  placement: TensorPlacement,
+  shapes: Map<string, number[]>,
+): Promise<void> {
+  for (const [file, names] of placement) {
+    const path = join(dir, file);
+    const header = await readSafetensorsHeader(path);
+    for (const name of names) {
+      const found = header.tensors.get(name)?.shape;
+      const expected = shapes.get(name) ?? [];
+      if (!found) throw new Error(`${path}: tensor "${name}" is missing`);
+      if (!sameShape(found, expected)) {
+        throw new Error(
+          `${path}: tensor "${name}" has shape [${found.join(", ")}], config.json needs [${expected.join(", ")}]`,
+        );
+      }
+    }
+  }
+}
+
+/** Reads the tensors of `specs` (and only those) from the model directory, whichever file each lives in. */
+async function readTensors(dir: string, specs: readonly TensorSpec[]): Promise<Map<string, Float32Array>> {
+  const placement = await placeTensors(
+    dir,
+    specs.map((spec) => spec.name),
+  );
+  await checkHeaders(dir, placement, new Map(specs.map((spec) => [spec.name, spec.shape])));
+  const found = new Map<string, Float32Array>();
+  for (const [file, keys] of placement) {
+    const { tensors } = await readSafetensors(join(dir, file), { keys });
+    for (const [name, tensor] of tensors) found.set(name, tensor.data);
+  }
+  return found;
+}
+
+const SPEC_BY_KEY = new Map(LAYER_TENSORS.map((spec) => [spec.key, spec]));
+
+function assembleLayer(
+  config: ModelConfig,
+  layer: number,
+  take: (spec: TensorSpec) => Float32Array,
+): LayerWeights {
+  const get = (key: LayerKey) => {
+    const spec = SPEC_BY_KEY.get(key);
+    if (!spec) throw new Error(`no tensor spec for ${key}`);
+    return take({ name: layerTensorName(layer, spec.suffix), shape: spec.shape(config) });
+  };
+  const weights: LayerWeights = {
+    qProj: get("qProj"),
+    kProj: get("kProj"),
+    vProj: get("vProj"),
+    oProj: get("oProj"),
+    gateProj: get("gateProj"),
+    upProj: get("upProj"),
+    downProj: get("downProj"),
+    inputNorm: get("inputNorm"),
+    postAttentionNorm: get("postAttentionNorm"),
+  };
+  if (config.attentionBias) {
+    weights.qBias = get("qBias");
+    weights.kBias = get("kBias");
+    weights.vBias = get("vBias");
+  }
+  return weights;
+}
+
+/**
+ * Arranges tensors into ModelWeights. `take` returns the tensor with that HF name
+ * and shape (and throws when it cannot); a tied lm_head is the embedding array.
+ */
+export function assembleModelWeights(
+  config: ModelConfig,
+  take: (spec: TensorSpec) => Float32Array,
+): ModelWeights {
+  const embedTokens = take({ name: EMBED_TOKENS, shape: [config.vocabSize, config.hiddenSize] });
+  const layers = Array.from({ length: config.numLayers }, (_, layer) => assembleLayer(config, layer, take));
+  const norm = take({ name: FINAL_NORM, shape: [config.hiddenSize] });
+  const lmHead = config.tieWordEmbeddings
+    ? embedTokens
+    : take({ name: LM_HEAD, shape: [config.vocabSize, config.hiddenSize] });
+  return { embedTokens, layers, norm, lmHead };
+}
+
+/**
+ * Loads the weights of a Llama / Qwen2 checkpoint as float32. Tensors the engine
+ * does not use (e.g. `rotary_emb.inv_freq` buffers in older checkpoints, or an
+ * lm_head next to tied embeddings) are not read at all.
+ */
+export async function loadModelWeights(dir: string, config: ModelConfig): Promise<ModelWeights> {
+  const found = await readTensors(dir, modelTensorSpecs(config));
+  return assembleModelWeights(config, ({ name }) => {
+    const tensor = found.get(name);
+    if (!tensor) throw new Error(`${dir}: tensor "${name}" was not read`);
+    return tensor;
+  });
+}
+
+function layerTensor(weights: ModelWeights, layer: number, key: LayerKey): Float32Array {
+  const tensor = weights.layers[layer]?.[key];
+  if (!tensor) throw new Error(`weights.layers[${layer}].${key} is missing`);
+  return tensor;
+}
+
+/** Looks a tensor up by its HF name; the inverse of the naming above. */
+function tensorByName(config: ModelConfig, weights: ModelWeights): Map<string, Float32Array> {
+  const byName = new Map<string, Float32Array>([
+    [EMBED_TOKENS, weights.embedTokens],
+    [FINAL_NORM, weights.norm],
+    [LM_HEAD, weights.lmHead],
+  ]);
+  for (let layer = 0; layer < config.numLayers; layer++) {
+    for (const spec of layerSpecs(config)) {
+      byName.set(layerTensorName(layer, spec.suffix), layerTensor(weights, layer, spec.key));
+    }
+  }
+  return byName;
+}
+
+/**
+ * The HF name → tensor map of a model, ready for writeSafetensors. Lengths are
+ * checked against the config; a tied lm_head is left out, as transformers saves it.
+ */
+export function modelWeightTensors(
+  config: ModelConfig,
+  weights: ModelWeights,
+): Map<string, { shape: number[]; data: Float32Array }> {
+  const byName = tensorByName(config, weights);
+  const out = new Map<string, { shape: number[]; data: Float32Array }>();
+  for (const spec of modelTensorSpecs(config)) {
+    const data = byName.get(spec.name);
+    const expected = spec.shape.reduce((a, b) => a * b, 1);
+    if (!data || data.length !== expected) {
+      throw new Error(
+        `${spec.name}: expected ${expected} values [${spec.shape.join(", ")}], got ${data?.length ?? 0}`,
+      );
+    }
+    out.set(spec.name, { shape: spec.shape, data });
+  }
+  return out;
+}

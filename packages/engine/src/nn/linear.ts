@@ -1,0 +1,72 @@
+// A linear layer y = x·Wᵀ + b (+ a LoRA delta), its backward, and the shapes
+// every projection of the model shares. Frozen weights have no grad buffers.
+import {
+  type LoraTable,
+  linear,
+  linearBackwardInput,
+  linearBackwardWeight,
+  loraBackward,
+  loraForward,
+} from "@opentinker/kernels";
+
+export interface LoraBindingForLayer {
+  table: LoraTable; // the adapter's A [r, dIn], B [dOut, r]
+  grads: LoraTable; // dA, dB buffers with the same ranks (accumulated)
+}
+
+export interface LinearParams {
+  dIn: number;
+  dOut: number;
+  weight: Float32Array; // [dOut, dIn]
+  bias?: Float32Array; // [dOut]
+  /** Present when the weight trains (full-parameter). */
+  weightGrad?: Float32Array; // [dOut, dIn]
+  biasGrad?: Float32Array; // [dOut]
+  lora?: LoraBindingForLayer;
+}
+
+// Every row of a single-policy batch uses adapter slot 0.
+let zeroSlots = new Int32Array(0);
+function slotsFor(rows: number): Int32Array {
+  if (zeroSlots.length < rows) zeroSlots = new Int32Array(rows);
+  return zeroSlots.subarray(0, rows);
+}
+
+function addBias(y: Float32Array, bias: Float32Array, rows: number, dOut: number): void {
+  for (let r = 0; r < rows; r++) {
+    const row = y.subarray(r * dOut, (r + 1) * dOut);
+    for (let o = 0; o < dOut; o++) row[o] = (row[o] as number) + (bias[o] as number);
+  }
+}
+
+function accumulateBiasGrad(dy: Float32Array, grad: Float32Array, rows: number, dOut: number): void {
+  for (let r = 0; r < rows; r++) {
+    const row = dy.subarray(r * dOut, (r + 1) * dOut);
+    for (let o = 0; o < dOut; o++) grad[o] = (grad[o] as number) + (row[o] as number);
+  }
+}
+
+/** y[rows, dOut] = x[rows, dIn] · Wᵀ + b + LoRA(x). */
+export function linearForward(p: LinearParams, x: Float32Array, rows: number, y: Float32Array): void {
+  linear(x, p.weight, y, rows, p.dIn, p.dOut);
+  if (p.bias) addBias(y, p.bias, rows, p.dOut);
+  if (p.lora) loraForward(x, rows, slotsFor(rows), p.lora.table, y);
+}
+
+/**
+ * Given dy = dL/dy: dx (+)= dy · W + LoRA part (when dx is given), and every
+ * trainable part's gradient accumulated (W, b, or the adapter's A and B).
+ */
+export function linearBackward(
+  p: LinearParams,
+  x: Float32Array,
+  dy: Float32Array,
+  rows: number,
+  dx: Float32Array | null,
+  accumulateDx: boolean,
+): void {
+  if (dx) linearBackwardInput(dy, p.weight, dx, rows, p.dIn, p.dOut, accumulateDx);
+  if (p.weightGrad) linearBackwardWeight(dy, x, p.weightGrad, rows, p.dIn, p.dOut);
+  if (p.biasGrad) accumulateBiasGrad(dy, p.biasGrad, rows, p.dOut);
+  if (p.lora) loraBackward(x, dy, rows, slotsFor(rows), p.lora.table, dx, p.lora.grads);
+}

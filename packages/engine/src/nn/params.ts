@@ -1,0 +1,43 @@
+// The weights a forward pass uses: the frozen base model's, overlaid with a
+// policy's trainable tensors (full-parameter) or LoRA adapters. Grad buffers are
+// present exactly where something trains.
+import type { RopeFrequencies } from "@opentinker/kernels";
+import type { LinearParams, LoraBindingForLayer } from "./linear.ts";
+
+export interface NormParams {
+  weight: Float32Array; // [d]
+  grad?: Float32Array; // [d]
+}
+
+export interface LayerParams {
+  inputNorm: NormParams;
+  q: LinearParams;
+  k: LinearParams;
+  v: LinearParams;
+  o: LinearParams;
+  postAttentionNorm: NormParams;
+  gate: LinearParams;
+  up: LinearParams;
+  down: LinearParams;
+}
+
+export interface ModelShape {
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  rmsNormEps: number;
+}
+
+export interface ModelParams {
+  shape: ModelShape;
+  rope: RopeFrequencies;
+  embed: { table: Float32Array; grad?: Float32Array }; // [vocab, hidden]
+  layers: LayerParams[];
+  finalNorm: NormParams;
+  /** [vocab, hidden]: lm_head, or the embedding table when tied (then grads are shared too). */
+  unembed: { weight: Float32Array; grad?: Float32Array; lora?: LoraBindingForLayer };
+}

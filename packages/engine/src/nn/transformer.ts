@@ -1,0 +1,207 @@
+// The Llama-family transformer over a packed batch of sequences, for training:
+// forward records what the backward needs (a tape); backward accumulates the
+// gradients of every trainable part. Layers are plain functions over buffers.
+import {
+  attentionBackward,
+  attentionForward,
+  embedding,
+  embeddingBackward,
+  rmsNorm,
+  rmsNormBackward,
+  rope,
+  ropeBackward,
+  swiglu,
+  swigluBackward,
+} from "@opentinker/kernels";
+import { linearBackward, linearForward } from "./linear.ts";
+import type { LayerParams, ModelParams } from "./params.ts";
+import { unembedBackward, unembedForward } from "./unembed.ts";
+
+/** Sequences packed end to end: token i of the batch, its position, and where each sequence starts. */
+export interface PackedBatch {
+  tokens: Int32Array; // [T]
+  positions: Int32Array; // [T]: position within its own sequence
+  seqStarts: Int32Array; // [numSeqs + 1]
+  targets: Int32Array; // [T]: the next token of each position
+}
+
+interface LayerTape {
+  input: Float32Array; // [T, H]: residual stream entering the layer
+  xn: Float32Array; // [T, H]
+  invRms: Float32Array; // [T]
+  q: Float32Array; // [T, nH·hd] after RoPE
+  k: Float32Array; // [T, nKV·hd] after RoPE
+  v: Float32Array; // [T, nKV·hd]
+  attn: Float32Array; // [T, nH·hd]
+  lse: Float32Array; // [T, nH]
+  mid: Float32Array; // [T, H]: residual after attention
+  xn2: Float32Array; // [T, H]
+  invRms2: Float32Array; // [T]
+  gate: Float32Array; // [T, I]
+  up: Float32Array; // [T, I]
+  act: Float32Array; // [T, I]
+}
+
+export interface Tape {
+  batch: PackedBatch;
+  layers: LayerTape[];
+  final: Float32Array; // [T, H]: residual after the last layer
+  hidden: Float32Array; // [T, H]: after the final norm
+  invRmsFinal: Float32Array; // [T]
+  lse: Float32Array; // [T]: unembedding log-sum-exp
+}
+
+export interface ForwardResult {
+  logprobs: Float32Array; // [T]: log p(targets[i] | tokens[..i])
+  tape: Tape;
+}
+
+function layerForward(p: LayerParams, m: ModelParams, batch: PackedBatch, input: Float32Array): LayerTape {
+  const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim, rmsNormEps } = m.shape;
+  const T = batch.tokens.length;
+  const qDim = numHeads * headDim;
+  const kvDim = numKvHeads * headDim;
+  const t: LayerTape = {
+    input,
+    xn: new Float32Array(T * H),
+    invRms: new Float32Array(T),
+    q: new Float32Array(T * qDim),
+    k: new Float32Array(T * kvDim),
+    v: new Float32Array(T * kvDim),
+    attn: new Float32Array(T * qDim),
+    lse: new Float32Array(T * numHeads),
+    mid: new Float32Array(T * H),
+    xn2: new Float32Array(T * H),
+    invRms2: new Float32Array(T),
+    gate: new Float32Array(T * I),
+    up: new Float32Array(T * I),
+    act: new Float32Array(T * I),
+  };
+  rmsNorm(input, p.inputNorm.weight, t.xn, t.invRms, T, H, rmsNormEps);
+  linearForward(p.q, t.xn, T, t.q);
+  linearForward(p.k, t.xn, T, t.k);
+  linearForward(p.v, t.xn, T, t.v);
+  rope(t.q, batch.positions, m.rope, T, numHeads, headDim);
+  rope(t.k, batch.positions, m.rope, T, numKvHeads, headDim);
+  const heads = { numHeads, numKvHeads, headDim, scale: 1 / Math.sqrt(headDim) };
+  attentionForward(t.q, t.k, t.v, T, batch.seqStarts, heads, t.attn, t.lse);
+  linearForward(p.o, t.attn, T, t.mid);
+  for (let i = 0; i < t.mid.length; i++) t.mid[i] = (t.mid[i] as number) + (input[i] as number);
+  rmsNorm(t.mid, p.postAttentionNorm.weight, t.xn2, t.invRms2, T, H, rmsNormEps);
+  linearForward(p.gate, t.xn2, T, t.gate);
+  linearForward(p.up, t.xn2, T, t.up);
+  swiglu(t.gate, t.up, t.act);
+  return t;
+}
+
+/** The layer's output: mid + down(act). */
+function layerOutput(p: LayerParams, t: LayerTape, T: number, H: number): Float32Array {
+  const out = new Float32Array(T * H);
+  linearForward(p.down, t.act, T, out);
+  for (let i = 0; i < out.length; i++) out[i] = (out[i] as number) + (t.mid[i] as number);
+  return out;
+}
+
+/** Runs the model over a packed batch and returns each target's logprob. */
+export function forward(m: ModelParams, batch: PackedBatch): ForwardResult {
+  const { hiddenSize: H, vocabSize, rmsNormEps } = m.shape;
+  const T = batch.tokens.length;
+  let h: Float32Array = new Float32Array(T * H);
+  embedding(batch.tokens, m.embed.table, h, T, vocabSize, H);
+  const layers: LayerTape[] = [];
+  for (const p of m.layers) {
+    const t = layerForward(p, m, batch, h);
+    layers.push(t);
+    h = layerOutput(p, t, T, H);
+  }
+  const hidden = new Float32Array(T * H);
+  const invRmsFinal = new Float32Array(T);
+  rmsNorm(h, m.finalNorm.weight, hidden, invRmsFinal, T, H, rmsNormEps);
+  const { logprobs, lse } = unembedForward(m, hidden, batch.targets);
+  return { logprobs, tape: { batch, layers, final: h, hidden, invRmsFinal, lse } };
+}
+
+/** dh is dL/d(layer output) on entry and dL/d(layer input) on return (in place). */
+function layerBackward(
+  p: LayerParams,
+  m: ModelParams,
+  batch: PackedBatch,
+  t: LayerTape,
+  dh: Float32Array,
+): void {
+  const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim, rmsNormEps } = m.shape;
+  const T = batch.tokens.length;
+  // MLP: out = mid + down(swiglu(gate(xn2), up(xn2)))
+  const dAct = new Float32Array(T * I);
+  linearBackward(p.down, t.act, dh, T, dAct, false);
+  const dGate = new Float32Array(T * I);
+  const dUp = new Float32Array(T * I);
+  swigluBackward(dAct, t.gate, t.up, dGate, dUp);
+  const dXn2 = new Float32Array(T * H);
+  linearBackward(p.gate, t.xn2, dGate, T, dXn2, false);
+  linearBackward(p.up, t.xn2, dUp, T, dXn2, true);
+  rmsNormBackward(
+    dXn2,
+    t.mid,
+    p.postAttentionNorm.weight,
+    t.invRms2,
+    dh,
+    p.postAttentionNorm.grad ?? null,
+    T,
+    H,
+    rmsNormEps,
+    true,
+  );
+  // Attention: mid = input + o(attn(rope(q(xn)), rope(k(xn)), v(xn)))
+  const qDim = numHeads * headDim;
+  const kvDim = numKvHeads * headDim;
+  const dAttn = new Float32Array(T * qDim);
+  linearBackward(p.o, t.attn, dh, T, dAttn, false);
+  const dq = new Float32Array(T * qDim);
+  const dk = new Float32Array(T * kvDim);
+  const dv = new Float32Array(T * kvDim);
+  const heads = { numHeads, numKvHeads, headDim, scale: 1 / Math.sqrt(headDim) };
+  attentionBackward(t.q, t.k, t.v, t.attn, t.lse, dAttn, T, batch.seqStarts, heads, dq, dk, dv);
+  ropeBackward(dq, batch.positions, m.rope, T, numHeads, headDim);
+  ropeBackward(dk, batch.positions, m.rope, T, numKvHeads, headDim);
+  const dXn = new Float32Array(T * H);
+  linearBackward(p.q, t.xn, dq, T, dXn, false);
+  linearBackward(p.k, t.xn, dk, T, dXn, true);
+  linearBackward(p.v, t.xn, dv, T, dXn, true);
+  rmsNormBackward(
+    dXn,
+    t.input,
+    p.inputNorm.weight,
+    t.invRms,
+    dh,
+    p.inputNorm.grad ?? null,
+    T,
+    H,
+    rmsNormEps,
+    true,
+  );
+}
+
+/** Accumulates every trainable part's gradient of L = Σ dLogprobs ⊙ logprobs. */
+export function backward(m: ModelParams, tape: Tape, dLogprobs: Float32Array): void {
+  const { hiddenSize: H, vocabSize, rmsNormEps } = m.shape;
+  const T = tape.batch.tokens.length;
+  const dHidden = new Float32Array(T * H);
+  unembedBackward(m, tape.hidden, tape.batch.targets, tape.lse, dLogprobs, dHidden);
+  const dh = new Float32Array(T * H);
+  rmsNormBackward(
+    dHidden,
+    tape.final,
+    m.finalNorm.weight,
+    tape.invRmsFinal,
+    dh,
+    m.finalNorm.grad ?? null,
+    T,
+    H,
+    rmsNormEps,
+  );
+  for (let l = m.layers.length - 1; l >= 0; l--) {
+    layerBackward(m.layers[l] as LayerParams, m, tape.batch, tape.layers[l] as LayerTape, dh);
+  }
+  if (m.embed.grad) embeddingBackward(tape.batch.tokens, dh, m.embed.grad, T, vocabSize, H);
+}

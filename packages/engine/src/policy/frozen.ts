@@ -1,0 +1,52 @@
+import type { BaseModel } from "../base-model.ts";
+import type { ModelConfig } from "../model/index.ts";
+import type { LinearParams } from "../nn/linear.ts";
+import type { LayerParams, ModelParams, ModelShape } from "../nn/params.ts";
+
+export function frozenLinear(
+  weight: Float32Array,
+  dIn: number,
+  dOut: number,
+  bias?: Float32Array,
+): LinearParams {
+  return bias ? { dIn, dOut, weight, bias } : { dIn, dOut, weight };
+}
+
+export function modelShape(c: ModelConfig): ModelShape {
+  return {
+    hiddenSize: c.hiddenSize,
+    intermediateSize: c.intermediateSize,
+    numLayers: c.numLayers,
+    numHeads: c.numHeads,
+    numKvHeads: c.numKvHeads,
+    headDim: c.headDim,
+    vocabSize: c.vocabSize,
+    rmsNormEps: c.rmsNormEps,
+  };
+}
+
+/** The base model's weights as forward-pass parameters, nothing trainable. */
+export function frozenParams(base: BaseModel): ModelParams {
+  const c = base.config;
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const layers: LayerParams[] = base.weights.layers.map((w) => ({
+    inputNorm: { weight: w.inputNorm },
+    q: frozenLinear(w.qProj, c.hiddenSize, q, w.qBias),
+    k: frozenLinear(w.kProj, c.hiddenSize, kv, w.kBias),
+    v: frozenLinear(w.vProj, c.hiddenSize, kv, w.vBias),
+    o: frozenLinear(w.oProj, q, c.hiddenSize),
+    postAttentionNorm: { weight: w.postAttentionNorm },
+    gate: frozenLinear(w.gateProj, c.hiddenSize, c.intermediateSize),
+    up: frozenLinear(w.upProj, c.hiddenSize, c.intermediateSize),
+    down: frozenLinear(w.downProj, c.intermediateSize, c.hiddenSize),
+  }));
+  return {
+    shape: modelShape(c),
+    rope: base.rope,
+    embed: { table: base.weights.embedTokens },
+    layers,
+    finalNorm: { weight: base.weights.norm },
+    unembed: { weight: base.weights.lmHead },
+  };
+}

@@ -1,0 +1,59 @@
+// Training state (C1): weights, AdamW moments and step, so a run resumes with
+// bit-identical next steps.
+import { decodeSafetensors, encodeSafetensors } from "../model/index.ts";
+import { type Policy, zeroGrads } from "../policy/policy.ts";
+
+export const STATE_FILE = "training_state.safetensors";
+
+/** The files of a checkpoint of `policy` (copies of its buffers). */
+export function stateFiles(policy: Policy): Map<string, Uint8Array> {
+  const tensors = policy.tensors.flatMap((t) => [
+    { name: t.name, dtype: "F32" as const, shape: t.shape, data: t.value },
+    { name: `${t.name}::adam_m`, dtype: "F32" as const, shape: t.shape, data: t.m },
+    { name: `${t.name}::adam_v`, dtype: "F32" as const, shape: t.shape, data: t.v },
+  ]);
+  const metadata = {
+    kind: policy.kind,
+    step: String(policy.step),
+    base_model: policy.base.name,
+    lora: policy.lora ? JSON.stringify(policy.lora) : "",
+  };
+  return new Map([[STATE_FILE, encodeSafetensors(tensors, metadata)]]);
+}
+
+/**
+ * Restores a checkpoint into `policy`. Everything is checked (kind, LoRA spec,
+ * names, shapes) before anything is copied, so a mismatch changes nothing.
+ * Accumulated gradients are cleared.
+ */
+export function restoreState(policy: Policy, files: ReadonlyMap<string, Uint8Array>, where: string): void {
+  const bytes = files.get(STATE_FILE);
+  if (!bytes) throw new Error(`${where}: ${STATE_FILE} is missing`);
+  const contents = decodeSafetensors(bytes, `${where}/${STATE_FILE}`);
+  const meta = contents.metadata ?? {};
+  if (meta.kind !== policy.kind)
+    throw new Error(`${where}: a ${meta.kind} checkpoint cannot load into a ${policy.kind} policy`);
+  if ((meta.lora ?? "") !== (policy.lora ? JSON.stringify(policy.lora) : "")) {
+    throw new Error(`${where}: the checkpoint's LoRA configuration ${meta.lora} differs from the policy's`);
+  }
+  const step = Number(meta.step);
+  if (!Number.isInteger(step) || step < 0)
+    throw new Error(`${where}: the checkpoint's step "${meta.step}" is invalid`);
+  const copies: [Float32Array, Float32Array][] = [];
+  for (const t of policy.tensors) {
+    for (const [suffix, target] of [
+      ["", t.value],
+      ["::adam_m", t.m],
+      ["::adam_v", t.v],
+    ] as const) {
+      const stored = contents.tensors.get(t.name + suffix);
+      if (!stored || stored.data.length !== target.length) {
+        throw new Error(`${where}: tensor ${t.name + suffix} is ${stored ? "the wrong size" : "missing"}`);
+      }
+      copies.push([stored.data, target]);
+    }
+  }
+  for (const [from, to] of copies) to.set(from);
+  policy.step = step;
+  zeroGrads(policy);
+}

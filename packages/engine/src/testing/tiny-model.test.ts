@@ -1,0 +1,52 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { parseModelConfig } from "../model/config.ts";
+import { tempDir } from "./temp-dir.ts";
+import { writeTinyModel } from "./tiny-model.ts";
+
+describe("writeTinyModel", () => {
+  test("the same seed writes byte-identical files", async () => {
+    const options = { architecture: "qwen2" as const, dtype: "F16" as const, shards: 2, seed: 7 };
+    const a = await writeTinyModel(await tempDir(), options);
+    const b = await writeTinyModel(await tempDir(), options);
+    expect(a.files.map((f) => f.sha256)).toEqual(b.files.map((f) => f.sha256));
+  });
+
+  test("a different seed gives different weights", async () => {
+    const a = await writeTinyModel(await tempDir(), { seed: 1 });
+    const b = await writeTinyModel(await tempDir(), { seed: 2 });
+    expect(a.weights.embedTokens).not.toEqual(b.weights.embedTokens);
+  });
+
+  test("weights have the requested small scale and norms start near one", async () => {
+    const { weights } = await writeTinyModel(await tempDir(), { scale: 0.02 });
+    const embed = weights.embedTokens;
+    const std = Math.sqrt(embed.reduce((sum, v) => sum + v * v, 0) / embed.length);
+    expect(std).toBeGreaterThan(0.015);
+    expect(std).toBeLessThan(0.025);
+    expect(weights.norm.every((v) => Math.abs(v - 1) < 0.2)).toBe(true);
+  });
+
+  test("config.json is a valid HF config with the requested shape", async () => {
+    const dir = await tempDir();
+    const tiny = await writeTinyModel(dir, {
+      architecture: "llama",
+      hiddenSize: 48,
+      numLayers: 3,
+      numHeads: 6,
+      numKvHeads: 3,
+      intermediateSize: 80,
+      tieWordEmbeddings: false,
+      dtype: "BF16",
+    });
+    const config = parseModelConfig(JSON.parse(await readFile(join(dir, "config.json"), "utf8")));
+    expect(config).toEqual(tiny.config);
+    expect(config).toMatchObject({ hiddenSize: 48, numLayers: 3, numHeads: 6, numKvHeads: 3, headDim: 8 });
+    expect(config).toMatchObject({ intermediateSize: 80, tieWordEmbeddings: false, torchDtype: "bfloat16" });
+  });
+
+  test("a vocabulary smaller than the tokenizer is refused", async () => {
+    await expect(writeTinyModel(await tempDir(), { vocabSize: 10 })).rejects.toThrow(/vocabSize 10 is below/);
+  });
+});

@@ -1,0 +1,4 @@
+// Filled in with the attention kernels.
+export function benchAttentionDecode(): null {
+  return null;
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { formatSamplerHandle, parseSamplerHandle, ZPolicyRef } from "./handles.ts";
+import { ZAdamParams, ZLossFnConfig } from "./losses.ts";
+import { ZSamplingParams } from "./sampling.ts";
+
+describe("policy handles", () => {
+  it("round-trip team, adapter and version", () => {
+    const handle = formatSamplerHandle({ team: "demo", adapter: "cm1abc", version: 12 });
+    expect(handle).toBe("opentinker://demo/cm1abc/sampler/12");
+    expect(parseSamplerHandle(handle)).toEqual({ team: "demo", adapter: "cm1abc", version: 12 });
+  });
+
+  it("refuse anything else, naming the expected form", () => {
+    for (const bad of [
+      "opentinker://demo/a/sampler/0",
+      "tinker://demo/a/sampler/1",
+      "opentinker://demo/a/weights/1",
+    ]) {
+      expect(() => parseSamplerHandle(bad)).toThrow(
+        /expected opentinker:\/\/<team>\/<adapter>\/sampler\/<version>/,
+      );
+    }
+    expect(ZPolicyRef.safeParse({ weights: [1, 2] }).success).toBe(false);
+  });
+});
+
+describe("defaults", () => {
+  it("AdamW defaults are Tinker's", () => {
+    expect(ZAdamParams.parse({})).toEqual({
+      learningRate: 1e-4,
+      beta1: 0.9,
+      beta2: 0.95,
+      eps: 1e-12,
+      weightDecay: 0,
+      gradClipNorm: 0,
+    });
+  });
+
+  it("PPO clips to [0.8, 1.2] by default and refuses an inverted range", () => {
+    expect(ZLossFnConfig.parse({})).toEqual({ clipLowThreshold: 0.8, clipHighThreshold: 1.2 });
+    expect(ZLossFnConfig.safeParse({ clipLowThreshold: 1.5 }).success).toBe(false);
+  });
+
+  it("sampling parameters validate ranges", () => {
+    expect(ZSamplingParams.parse({ maxTokens: 8 })).toMatchObject({
+      temperature: 1,
+      topK: -1,
+      topP: 1,
+      stop: [],
+    });
+    expect(ZSamplingParams.safeParse({ maxTokens: 0 }).success).toBe(false);
+    expect(ZSamplingParams.safeParse({ maxTokens: 4, topP: 0 }).success).toBe(false);
+  });
+});

@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { ZTensorData } from "./tensor.ts";
+
+/** Server-side losses, summed over target tokens (DESIGN.md C10). */
+export const ZLossFn = z.enum(["cross_entropy", "importance_sampling", "ppo"]);
+export type LossFn = z.infer<typeof ZLossFn>;
+
+export const ZLossFnConfig = z
+  .object({
+    /** ppo: the ratio is clipped to [clipLowThreshold, clipHighThreshold]. */
+    clipLowThreshold: z.number().positive().default(0.8),
+    clipHighThreshold: z.number().positive().default(1.2),
+  })
+  .refine((c) => c.clipLowThreshold <= c.clipHighThreshold, {
+    message: "clipLowThreshold must not exceed clipHighThreshold",
+    path: ["clipLowThreshold"],
+  });
+export type LossFnConfig = z.infer<typeof ZLossFnConfig>;
+
+/** Which lossFnInputs each loss needs (all on the target axis, one value per target). */
+export const LOSS_INPUTS: Record<LossFn, readonly string[]> = {
+  cross_entropy: ["targetTokens", "weights"],
+  importance_sampling: ["targetTokens", "logprobs", "advantages", "mask"],
+  ppo: ["targetTokens", "logprobs", "advantages", "mask"],
+};
+
+export const ZAdamParams = z.object({
+  learningRate: z.number().nonnegative().finite().default(1e-4),
+  beta1: z.number().min(0).lt(1).default(0.9),
+  beta2: z.number().min(0).lt(1).default(0.95),
+  eps: z.number().nonnegative().finite().default(1e-12),
+  weightDecay: z.number().nonnegative().finite().default(0),
+  /** Global gradient-norm clipping; 0 turns it off. */
+  gradClipNorm: z.number().nonnegative().finite().default(0),
+});
+export type AdamParams = z.infer<typeof ZAdamParams>;
+export type AdamParamsInput = z.input<typeof ZAdamParams>;
+
+export const ZForwardBackwardOutput = z.object({
+  /** Per datum: `logprobs` of each target token under the current policy. */
+  lossFnOutputs: z.array(z.record(z.string(), ZTensorData)),
+  /** Named `name:reduction`, e.g. `loss:sum`, `clipfrac:mean`. */
+  metrics: z.record(z.string(), z.number()),
+});
+export type ForwardBackwardOutput = z.infer<typeof ZForwardBackwardOutput>;
+
+export const ZOptimStepOutput = z.object({ metrics: z.record(z.string(), z.number()) });
+export type OptimStepOutput = z.infer<typeof ZOptimStepOutput>;

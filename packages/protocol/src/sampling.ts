@@ -1,0 +1,39 @@
+import { z } from "zod";
+
+export const ZSamplingParams = z.object({
+  maxTokens: z.number().int().positive().max(1_000_000),
+  /** 0 = greedy. */
+  temperature: z.number().min(0).finite().default(1),
+  /** Keep the k most likely tokens; 0 or -1 = off. */
+  topK: z.number().int().min(-1).default(-1),
+  /** Nucleus sampling; 1 = off. */
+  topP: z.number().gt(0).max(1).default(1),
+  /** Same seed and same request → same tokens. */
+  seed: z.number().int().optional(),
+  /** Stop strings or stop token ids; the stop sequence is included in the output. */
+  stop: z.union([z.array(z.string().min(1)), z.array(z.number().int().nonnegative())]).default([]),
+});
+export type SamplingParams = z.infer<typeof ZSamplingParams>;
+export type SamplingParamsInput = z.input<typeof ZSamplingParams>;
+
+export const ZStopReason = z.enum(["stop", "length"]);
+
+export const ZSampledSequence = z.object({
+  tokens: z.array(z.number().int().nonnegative()),
+  /**
+   * log π(token) under the model's distribution at temperature 1, whatever the
+   * sampling temperature, so importance ratios against the trainer are exact.
+   */
+  logprobs: z.array(z.number()),
+  stopReason: ZStopReason,
+});
+export type SampledSequence = z.infer<typeof ZSampledSequence>;
+
+export const ZSampleResponse = z.object({
+  sequences: z.array(ZSampledSequence),
+  /** Per prompt position (the first has none: null). */
+  promptLogprobs: z.array(z.number().nullable()).optional(),
+  /** The policy version that produced the samples. */
+  policyVersion: z.number().int().nonnegative().optional(),
+});
+export type SampleResponse = z.infer<typeof ZSampleResponse>;
