@@ -16,7 +16,10 @@ interface Setting {
  * Rows per request: a decode request is one row (rows of the G adapters
  * interleave); a prefill request is the contiguous block of one adapter's rows.
  */
-function layout(s: Setting): { slots: Int32Array; requests: { start: number; rows: number; slot: number }[] } {
+function layout(s: Setting): {
+  slots: Int32Array;
+  requests: { start: number; rows: number; slot: number }[];
+} {
   const slots = new Int32Array(s.n);
   const requests: { start: number; rows: number; slot: number }[] = [];
   if (s.phase === "decode") {

@@ -1,5 +1,8 @@
 /** Median wall time (ms) of fn over repeated runs, after warm-up runs. */
-export function medianMs(fn: () => void, options: { minRuns?: number; minMs?: number; warmup?: number } = {}): number {
+export function medianMs(
+  fn: () => void,
+  options: { minRuns?: number; minMs?: number; warmup?: number } = {},
+): number {
   const { minRuns = 7, minMs = 300, warmup = 2 } = options;
   for (let i = 0; i < warmup; i++) fn();
   const times: number[] = [];

@@ -31,7 +31,8 @@ const incremental = process.argv.includes("--incremental");
 
 function build(cwd, env) {
   const makefile = path.join(cwd, "build", "Makefile");
-  const upToDate = existsSync(makefile) && statSync(makefile).mtimeMs >= statSync(path.join(cwd, "binding.gyp")).mtimeMs;
+  const upToDate =
+    existsSync(makefile) && statSync(makefile).mtimeMs >= statSync(path.join(cwd, "binding.gyp")).mtimeMs;
   if (incremental && !upToDate) run(cwd, env, ["configure"]);
   run(cwd, env, [incremental ? "build" : "rebuild", "-j", String(availableParallelism())]);
 }
@@ -60,7 +61,10 @@ if (variant === "default") {
   build(scratch, { OPENTINKER_KERNELS_BLAS: "off" });
   const out = path.join(packageDir, "build-noblas");
   mkdirSync(out, { recursive: true });
-  cpSync(path.join(scratch, "build", "Release", "opentinker_kernels.node"), path.join(out, "opentinker_kernels.node"));
+  cpSync(
+    path.join(scratch, "build", "Release", "opentinker_kernels.node"),
+    path.join(out, "opentinker_kernels.node"),
+  );
   rmSync(scratch, { recursive: true, force: true });
   console.log("kernels: built build-noblas/opentinker_kernels.node without OpenBLAS");
 } else {

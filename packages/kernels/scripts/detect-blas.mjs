@@ -3,7 +3,12 @@
 import { existsSync } from "node:fs";
 
 const wanted = (process.env.OPENTINKER_KERNELS_BLAS ?? "auto").toLowerCase() !== "off";
-const headers = ["/usr/include/x86_64-linux-gnu/cblas.h", "/usr/include/aarch64-linux-gnu/cblas.h", "/usr/include/cblas.h", "/usr/include/openblas/cblas.h"];
+const headers = [
+  "/usr/include/x86_64-linux-gnu/cblas.h",
+  "/usr/include/aarch64-linux-gnu/cblas.h",
+  "/usr/include/cblas.h",
+  "/usr/include/openblas/cblas.h",
+];
 const libraries = [
   "/usr/lib/x86_64-linux-gnu/libopenblas.so",
   "/usr/lib/aarch64-linux-gnu/libopenblas.so",

@@ -8,7 +8,11 @@ import { expectClose, randomF32, rng } from "./test-utils.ts";
 // fp32 accumulation over k terms of magnitude ≤ 1: error grows ~ sqrt(k)·eps.
 const tolerance = (k: number) => 2e-6 * Math.max(16, k);
 
-const backends = (kernelInfo().blas ? ["own", "blas", "auto"] : ["own", "auto"]) as ("own" | "blas" | "auto")[];
+const backends = (kernelInfo().blas ? ["own", "blas", "auto"] : ["own", "auto"]) as (
+  | "own"
+  | "blas"
+  | "auto"
+)[];
 
 describe("gemm", () => {
   const shapes: [number, number, number][] = [
@@ -85,15 +89,19 @@ describe("gemm", () => {
     expect(() => native.gemm(false, false, 2, 2, 2, 1, f(3), f(4), 0, f(4), "auto")).toThrow(
       new RangeError("gemm: a has length 3, expected 4"),
     );
-    expect(() => native.gemm(false, false, 2, 2, 2, 1, f(4), new Float64Array(4) as never, 0, f(4), "auto")).toThrow(
-      new TypeError("gemm: b must be a Float32Array"),
-    );
+    expect(() =>
+      native.gemm(false, false, 2, 2, 2, 1, f(4), new Float64Array(4) as never, 0, f(4), "auto"),
+    ).toThrow(new TypeError("gemm: b must be a Float32Array"));
     expect(() => native.gemm(false, false, 2, 2, 2, Number.NaN, f(4), f(4), 0, f(4), "auto")).toThrow(
       /gemm: alpha must be finite/,
     );
     expect(() => native.gemm(false, false, -1, 2, 2, 1, f(4), f(4), 0, f(4), "auto")).toThrow(RangeError);
-    expect(() => native.gemm(false, false, 1.5, 2, 2, 1, f(4), f(4), 0, f(4), "auto")).toThrow(/m must be an integer/);
-    expect(() => native.gemm(false, false, 2, 2, 2, 1, f(4), f(4), 0, f(4), "gpu" as never)).toThrow(/backend/);
+    expect(() => native.gemm(false, false, 1.5, 2, 2, 1, f(4), f(4), 0, f(4), "auto")).toThrow(
+      /m must be an integer/,
+    );
+    expect(() => native.gemm(false, false, 2, 2, 2, 1, f(4), f(4), 0, f(4), "gpu" as never)).toThrow(
+      /backend/,
+    );
     expect(() => (native.gemm as unknown as (...args: unknown[]) => void)(false, false, 2)).toThrow(
       /gemm: expected 11 arguments/,
     );

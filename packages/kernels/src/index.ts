@@ -3,14 +3,14 @@
 import { loadNative } from "./loader.ts";
 import type { AddonInfo } from "./native.ts";
 
+export { loadNative } from "./loader.ts";
+export type { AddonInfo } from "./native.ts";
 export * from "./ops/attention.ts";
 export * from "./ops/elementwise.ts";
 export * from "./ops/gemm.ts";
 export * from "./ops/lora.ts";
 export * from "./ops/loss.ts";
 export * from "./ops/optim.ts";
-export type { AddonInfo } from "./native.ts";
-export { loadNative } from "./loader.ts";
 
 /** Which build is loaded: backend, BLAS, SIMD level and thread count. */
 export function kernelInfo(): AddonInfo {

@@ -45,6 +45,11 @@ describe("multi-LoRA forward", () => {
     ["odd sizes and a rank that is not a multiple of 8", makeCase(random, 19, 13, 9, [5, 11])],
     ["prefill-sized batch at model width", makeCase(random, 64, 896, 136, [16, 8, 32])],
     ["every row without an adapter", makeCase(random, 9, 16, 16, [4], 1)],
+    ["large scattered groups (the gathered GEMM path)", makeCase(random, 160, 40, 56, [8, 3])],
+    [
+      "one large contiguous group (the in-place GEMM path)",
+      { n: 120, dIn: 48, dOut: 40, ranks: [16], slots: new Int32Array(120) },
+    ],
   ];
   for (const [name, c] of cases) {
     it(`adds each row's own adapter delta: ${name}`, () => {
@@ -139,6 +144,7 @@ describe("multi-LoRA backward", () => {
   for (const [name, n, dIn, dOut, ranks] of [
     ["small, mixed ranks", 11, 10, 7, [1, 5, 8]],
     ["model width, rows of no adapter", 40, 896, 64, [16, 64]],
+    ["large groups of scattered rows", 150, 24, 40, [4, 9]],
   ] as [string, number, number, number, number[]][]) {
     it(`accumulates dA, dB and the LoRA part of dX like the reference: ${name}`, () => {
       const random = rng(17);
@@ -192,6 +198,21 @@ describe("multi-LoRA backward", () => {
       });
     });
   }
+
+  it("one contiguous group (training a single adapter) gives the reference gradients", () => {
+    const random = rng(29);
+    const c: Case = { n: 64, dIn: 20, dOut: 28, ranks: [6], slots: new Int32Array(64) };
+    const w = weights(random, c);
+    const x = randomF32(c.n * c.dIn, random);
+    const dy = randomF32(c.n * c.dOut, random);
+    const expected = refLoraBackward(x, dy, c.n, c.dIn, c.dOut, c.slots, w.ref);
+    const dx = new Float32Array(c.n * c.dIn);
+    const g = { a: new Float32Array(6 * 20), b: new Float32Array(28 * 6), scale: 1 };
+    loraBackward(x, dy, c.n, c.slots, createLoraTable(20, 28, w.native), dx, createLoraTable(20, 28, [g]));
+    expectClose(dx, expected.dx, 1e-4, 1e-4);
+    expectClose(g.a, expected.da[0] as Float64Array, 1e-3, 1e-4);
+    expectClose(g.b, expected.db[0] as Float64Array, 1e-3, 1e-4);
+  });
 
   it("dx may be omitted when the input gradient is not needed", () => {
     const random = rng(23);

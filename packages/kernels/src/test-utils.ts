@@ -22,7 +22,12 @@ export function randomF32(n: number, random: () => number, scale = 1): Float32Ar
 }
 
 /** |actual - expected| ≤ atol + rtol·|expected| elementwise; names the worst index. */
-export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, atol: number, rtol = 0): void {
+export function expectClose(
+  actual: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  atol: number,
+  rtol = 0,
+): void {
   expect(actual.length).toBe(expected.length);
   let worst = -1;
   let worstExcess = 0;

@@ -31,9 +31,9 @@ function check(cond: boolean, message: string): asserts cond {
 }
 
 function checkFinite(values: readonly number[], name: string, builder: string): void {
-  values.forEach((v, i) =>
-    check(Number.isFinite(v), `${builder}: ${name}[${i}] is ${v}, expected a finite number`),
-  );
+  for (const [i, v] of values.entries()) {
+    check(Number.isFinite(v), `${builder}: ${name}[${i}] is ${v}, expected a finite number`);
+  }
 }
 
 function sequenceOf(builder: string, tokensOrInput: readonly number[] | Sequence): Sequence {
@@ -49,7 +49,8 @@ function sequenceOf(builder: string, tokensOrInput: readonly number[] | Sequence
     `${builder}: tokens has ${seq.tokens.length} entries, the input has ${n} positions`,
   );
   check(n >= 2, `${builder}: a sequence needs at least 2 tokens (got ${n})`);
-  seq.tokens.forEach((t, i) => check(Number.isInteger(t) && t >= 0, `${builder}: tokens[${i}] is ${t}`));
+  for (const [i, t] of seq.tokens.entries())
+    check(Number.isInteger(t) && t >= 0, `${builder}: tokens[${i}] is ${t}`);
   return seq;
 }
 
@@ -71,7 +72,8 @@ export function buildSftDatum({ sequence, weights }: SftDatumInput): Datum {
     `buildSftDatum: weights has ${weights.length} entries, tokens has ${seq.tokens.length}`,
   );
   checkFinite(weights, "weights", "buildSftDatum");
-  weights.forEach((w, i) => check(w >= 0, `buildSftDatum: weights[${i}] is ${w}, weights must be ≥ 0`));
+  for (const [i, w] of weights.entries())
+    check(w >= 0, `buildSftDatum: weights[${i}] is ${w}, weights must be ≥ 0`);
   return {
     modelInput: dropLastTokens(seq.input, 1),
     lossFnInputs: { targetTokens: int64Tensor(shift(seq.tokens)), weights: float32Tensor(shift(weights)) },
@@ -103,9 +105,8 @@ export function buildRlDatum(input: RlDatumInput): Datum {
   ] as const) {
     check(values.length === n, `buildRlDatum: ${name} has ${values.length} entries, tokens has ${n}`);
   }
-  input.mask.forEach((m, i) =>
-    check(m === 0 || m === 1, `buildRlDatum: mask[${i}] is ${m}, expected 0 or 1`),
-  );
+  for (const [i, m] of input.mask.entries())
+    check(m === 0 || m === 1, `buildRlDatum: mask[${i}] is ${m}, expected 0 or 1`);
   checkFinite(input.logprobs, "logprobs", "buildRlDatum");
   const scalar = input.advantages;
   if (typeof scalar === "number") checkFinite([scalar], "advantages", "buildRlDatum");

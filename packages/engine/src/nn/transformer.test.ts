@@ -49,7 +49,9 @@ describe("the transformer forward", () => {
         referenceLogprobs(base.config, base.weights, base.rope, s.slice(0, -1), s.slice(1)),
       );
       expect(logprobs.length).toBe(expected.length);
-      logprobs.forEach((lp, i) => expect(Math.abs(lp - (expected[i] as number))).toBeLessThan(1e-4));
+      logprobs.forEach((lp, i) => {
+        expect(Math.abs(lp - (expected[i] as number))).toBeLessThan(1e-4);
+      });
     });
   }
 
@@ -57,7 +59,9 @@ describe("the transformer forward", () => {
     const base = await model({});
     const packed = forward(frozenParams(base), batchOf(SEQUENCES)).logprobs;
     const alone = SEQUENCES.flatMap((s) => Array.from(forward(frozenParams(base), batchOf([s])).logprobs));
-    packed.forEach((lp, i) => expect(lp).toBeCloseTo(alone[i] as number, 5));
+    packed.forEach((lp, i) => {
+      expect(lp).toBeCloseTo(alone[i] as number, 5);
+    });
   });
 
   it("bf16 and f16 checkpoints give the f32 model's logprobs within their precision", async () => {
@@ -67,7 +71,9 @@ describe("the transformer forward", () => {
       ["BF16", 5e-2],
     ] as const) {
       const low = forward(frozenParams(await model({ dtype })), batchOf(SEQUENCES)).logprobs;
-      low.forEach((lp, i) => expect(Math.abs(lp - (f32[i] as number))).toBeLessThan(tolerance));
+      low.forEach((lp, i) => {
+        expect(Math.abs(lp - (f32[i] as number))).toBeLessThan(tolerance);
+      });
     }
   });
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "gemm.h"
 #include "simd.h"
 #include "thread_pool.h"
 
@@ -75,6 +76,74 @@ struct Task {
 
 // Rows per forward task: enough to amortise B's reads, small enough to spread work.
 constexpr int64_t kForwardRowsPerTask = 16;
+// Groups with at least this many rows go through GEMMs (gathered when scattered).
+constexpr int64_t kGemmRows = 48;
+
+/** A group's rows as a matrix: a view when they are consecutive rows, else a gathered copy. */
+struct RowBlock {
+  const float* data;
+  bool contiguous;
+};
+
+bool consecutive(const int32_t* rows, int64_t count) {
+  for (int64_t i = 1; i < count; ++i) {
+    if (rows[i] != rows[0] + i) return false;
+  }
+  return true;
+}
+
+RowBlock gather(const float* src, int64_t width, const int32_t* rows, int64_t count, std::vector<float>& scratch) {
+  if (consecutive(rows, count)) return {src + static_cast<int64_t>(rows[0]) * width, true};
+  if (scratch.size() < static_cast<size_t>(count * width)) scratch.resize(static_cast<size_t>(count * width));
+  float* out = scratch.data();
+  parallel_for(count, grain_for(count), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) std::copy_n(src + static_cast<int64_t>(rows[i]) * width, width, out + i * width);
+  });
+  return {out, false};
+}
+
+void scatter_add(const float* block, int64_t width, const int32_t* rows, int64_t count, float* dst) {
+  parallel_for(count, grain_for(count), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) axpy(1.0f, block + i * width, dst + static_cast<int64_t>(rows[i]) * width, width);
+  });
+}
+
+GemmArgs product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  GemmArgs g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = alpha;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.ldb = ldb;
+  g.beta = beta;
+  g.c = c;
+  g.ldc = ldc;
+  return g;
+}
+
+/** One large group through GEMMs: U = X·Aᵀ, then Y += s·U·Bᵀ. */
+void forward_group_gemm(const LoraShape& s, const float* x, const int32_t* rows, int64_t count, const LoraAdapter& ad,
+                        float* y) {
+  thread_local std::vector<float> x_scratch, u_scratch, y_scratch;
+  const int64_t r = ad.rank;
+  const RowBlock xg = gather(x, s.d_in, rows, count, x_scratch);
+  if (u_scratch.size() < static_cast<size_t>(count * r)) u_scratch.resize(static_cast<size_t>(count * r));
+  float* u = u_scratch.data();  // [count, r]
+  gemm(product(false, true, count, r, s.d_in, 1.0f, xg.data, s.d_in, ad.a, s.d_in, 0.0f, u, r));
+  if (xg.contiguous) {
+    gemm(product(false, true, count, s.d_out, r, ad.scale, u, r, ad.b, r, 1.0f, y + rows[0] * s.d_out, s.d_out));
+    return;
+  }
+  if (y_scratch.size() < static_cast<size_t>(count * s.d_out)) y_scratch.resize(static_cast<size_t>(count * s.d_out));
+  gemm(product(false, true, count, s.d_out, r, ad.scale, u, r, ad.b, r, 0.0f, y_scratch.data(), s.d_out));
+  scatter_add(y_scratch.data(), s.d_out, rows, count, y);
+}
 
 }  // namespace
 
@@ -85,11 +154,18 @@ void lora_forward(const LoraShape& s, const float* x, const int32_t* slots, cons
   group_rows(slots, s.n, count, groups);
   tasks.clear();
   for (int64_t a = 0; a < count; ++a) {
-    for (int64_t b = groups.offsets[static_cast<size_t>(a)]; b < groups.offsets[static_cast<size_t>(a + 1)];
-         b += kForwardRowsPerTask) {
-      tasks.push_back({static_cast<int32_t>(a), b, std::min(b + kForwardRowsPerTask, groups.offsets[static_cast<size_t>(a + 1)])});
+    const int64_t begin = groups.offsets[static_cast<size_t>(a)];
+    const int64_t end = groups.offsets[static_cast<size_t>(a + 1)];
+    if (end - begin >= kGemmRows) {
+      // Large groups (prefill, training) one at a time, each GEMM using every core.
+      forward_group_gemm(s, x, groups.order.data() + begin, end - begin, table[a], y);
+      continue;
+    }
+    for (int64_t b = begin; b < end; b += kForwardRowsPerTask) {
+      tasks.push_back({static_cast<int32_t>(a), b, std::min(b + kForwardRowsPerTask, end)});
     }
   }
+  // Small groups (decode rows of many adapters) together, a task per few rows.
   const int32_t* order = groups.order.data();
   const Task* task_list = tasks.data();
   parallel_for(static_cast<int64_t>(tasks.size()), 1, [&](int64_t t0, int64_t t1) {
@@ -112,10 +188,10 @@ void lora_forward(const LoraShape& s, const float* x, const int32_t* slots, cons
 void lora_backward(const LoraShape& s, const float* x, const float* dy, const int32_t* slots, const LoraAdapter* table,
                    int64_t count, float* dx, const LoraGrad* grads) {
   thread_local Groups groups;
-  thread_local std::vector<float> u_buffer, du_buffer;
+  thread_local std::vector<float> x_scratch, dy_scratch, u_scratch, du_scratch, dx_scratch;
   group_rows(slots, s.n, count, groups);
-  // Groups run one after another (parallel inside), so gradient buffers shared by
-  // two slots are still accumulated without races.
+  // Groups run one after another (each GEMM in parallel), so gradient buffers
+  // shared by two slots still accumulate without races.
   for (int64_t a = 0; a < count; ++a) {
     const int64_t begin = groups.offsets[static_cast<size_t>(a)];
     const int64_t rows = groups.offsets[static_cast<size_t>(a + 1)] - begin;
@@ -124,49 +200,28 @@ void lora_backward(const LoraShape& s, const float* x, const float* dy, const in
     const LoraGrad& gr = grads[a];
     const int64_t r = ad.rank;
     const int32_t* order = groups.order.data() + begin;
-    if (u_buffer.size() < static_cast<size_t>(rows * r)) {
-      u_buffer.resize(static_cast<size_t>(rows * r));
-      du_buffer.resize(static_cast<size_t>(rows * r));
+    const RowBlock xg = gather(x, s.d_in, order, rows, x_scratch);
+    const RowBlock dyg = gather(dy, s.d_out, order, rows, dy_scratch);
+    if (u_scratch.size() < static_cast<size_t>(rows * r)) {
+      u_scratch.resize(static_cast<size_t>(rows * r));
+      du_scratch.resize(static_cast<size_t>(rows * r));
     }
-    float* u = u_buffer.data();    // [rows, r]: X·Aᵀ
-    float* du = du_buffer.data();  // [rows, r]: s · dY·B
-    parallel_for(rows, grain_for(rows), [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const float* xr = x + order[i] * s.d_in;
-        const float* dyr = dy + order[i] * s.d_out;
-        float* ui = u + i * r;
-        float* dui = du + i * r;
-        for (int64_t q = 0; q < r; ++q) {
-          ui[q] = dot(xr, ad.a + q * s.d_in, s.d_in);
-          dui[q] = 0.0f;
-        }
-        for (int64_t o = 0; o < s.d_out; ++o) axpy(ad.scale * dyr[o], ad.b + o * r, dui, r);
-      }
-    });
-    // dB[o, :] += s · Σ_i dY[i, o] · U[i, :]
-    parallel_for(s.d_out, grain_for(s.d_out), [&](int64_t o0, int64_t o1) {
-      for (int64_t i = 0; i < rows; ++i) {
-        const float* dyr = dy + order[i] * s.d_out;
-        for (int64_t o = o0; o < o1; ++o) axpy(ad.scale * dyr[o], u + i * r, gr.db + o * r, r);
-      }
-    });
-    // dA[q, :] += Σ_i dU[i, q] · X[i, :]   and   dX[i, :] += Σ_q dU[i, q] · A[q, :]
-    constexpr int64_t kColumns = 256;
-    const int64_t column_blocks = (s.d_in + kColumns - 1) / kColumns;
-    parallel_for(column_blocks, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        const int64_t d0 = c * kColumns;
-        const int64_t width = std::min(kColumns, s.d_in - d0);
-        for (int64_t i = 0; i < rows; ++i) {
-          const float* xr = x + order[i] * s.d_in + d0;
-          for (int64_t q = 0; q < r; ++q) axpy(du[i * r + q], xr, gr.da + q * s.d_in + d0, width);
-          if (dx) {
-            float* dxr = dx + order[i] * s.d_in + d0;
-            for (int64_t q = 0; q < r; ++q) axpy(du[i * r + q], ad.a + q * s.d_in + d0, dxr, width);
-          }
-        }
-      }
-    });
+    float* u = u_scratch.data();    // [rows, r] = X·Aᵀ
+    float* du = du_scratch.data();  // [rows, r] = s · dY·B
+    gemm(product(false, true, rows, r, s.d_in, 1.0f, xg.data, s.d_in, ad.a, s.d_in, 0.0f, u, r));
+    gemm(product(false, false, rows, r, s.d_out, ad.scale, dyg.data, s.d_out, ad.b, r, 0.0f, du, r));
+    // dB += s · dYᵀ·U,  dA += dUᵀ·X
+    gemm(product(true, false, s.d_out, r, rows, ad.scale, dyg.data, s.d_out, u, r, 1.0f, gr.db, r));
+    gemm(product(true, false, r, s.d_in, rows, 1.0f, du, r, xg.data, s.d_in, 1.0f, gr.da, s.d_in));
+    if (!dx) continue;
+    // dX += dU·A
+    if (xg.contiguous) {
+      gemm(product(false, false, rows, s.d_in, r, 1.0f, du, r, ad.a, s.d_in, 1.0f, dx + order[0] * s.d_in, s.d_in));
+    } else {
+      if (dx_scratch.size() < static_cast<size_t>(rows * s.d_in)) dx_scratch.resize(static_cast<size_t>(rows * s.d_in));
+      gemm(product(false, false, rows, s.d_in, r, 1.0f, du, r, ad.a, s.d_in, 0.0f, dx_scratch.data(), s.d_in));
+      scatter_add(dx_scratch.data(), s.d_in, order, rows, dx);
+    }
   }
 }
 

@@ -31,8 +31,28 @@ export interface GemmOptions {
  * c[m, n] = alpha · op(a) · op(b) + beta · c, row-major; a is [m, k] ([k, m] when
  * transA), b is [k, n] ([n, k] when transB).
  */
-export function gemm(m: number, n: number, k: number, a: Float32Array, b: Float32Array, c: Float32Array, o: GemmOptions = {}) {
-  loadNative().gemm(o.transA ?? false, o.transB ?? false, m, n, k, o.alpha ?? 1, a, b, o.beta ?? 0, c, o.backend ?? "auto");
+export function gemm(
+  m: number,
+  n: number,
+  k: number,
+  a: Float32Array,
+  b: Float32Array,
+  c: Float32Array,
+  o: GemmOptions = {},
+) {
+  loadNative().gemm(
+    o.transA ?? false,
+    o.transB ?? false,
+    m,
+    n,
+    k,
+    o.alpha ?? 1,
+    a,
+    b,
+    o.beta ?? 0,
+    c,
+    o.backend ?? "auto",
+  );
 }
 
 /** A linear layer: y[rows, dOut] (+)= x[rows, dIn] · w[dOut, dIn]ᵀ. */

@@ -9,7 +9,13 @@ export interface LoraTable {
 }
 
 export interface LoraBinding {
-  LoraTable: new (dIn: number, dOut: number, as: Float32Array[], bs: Float32Array[], scales: number[]) => LoraTable;
+  LoraTable: new (
+    dIn: number,
+    dOut: number,
+    as: Float32Array[],
+    bs: Float32Array[],
+    scales: number[],
+  ) => LoraTable;
   loraForward(x: Float32Array, n: number, slots: Int32Array, table: LoraTable, y: Float32Array): void;
   loraBackward(
     x: Float32Array,
@@ -47,7 +53,13 @@ export function createLoraTable(dIn: number, dOut: number, adapters: LoraAdapter
  * y[n, dOut] += s_a · (x[i] · A_aᵀ) · B_aᵀ for every row i whose slot a ≥ 0
  * (slot -1: no adapter). Rows of any adapters, prefill or decode, mix freely.
  */
-export function loraForward(x: Float32Array, n: number, slots: Int32Array, table: LoraTable, y: Float32Array): void {
+export function loraForward(
+  x: Float32Array,
+  n: number,
+  slots: Int32Array,
+  table: LoraTable,
+  y: Float32Array,
+): void {
   loadNative().loraForward(x, n, slots, table, y);
 }
 

@@ -24,7 +24,8 @@ export function refLoraForward(
     const ad = table[slot] as RefLoraAdapter;
     const t = new Float64Array(ad.rank);
     for (let q = 0; q < ad.rank; q++) {
-      for (let d = 0; d < dIn; d++) t[q] = (t[q] as number) + (x[i * dIn + d] as number) * (ad.a[q * dIn + d] as number);
+      for (let d = 0; d < dIn; d++)
+        t[q] = (t[q] as number) + (x[i * dIn + d] as number) * (ad.a[q * dIn + d] as number);
     }
     for (let o = 0; o < dOut; o++) {
       let sum = 0;
@@ -63,14 +64,17 @@ export function refLoraBackward(
     const u = new Float64Array(ad.rank); // x·Aᵀ
     const du = new Float64Array(ad.rank); // s·dy·B
     for (let q = 0; q < ad.rank; q++) {
-      for (let d = 0; d < dIn; d++) u[q] = (u[q] as number) + (x[i * dIn + d] as number) * (ad.a[q * dIn + d] as number);
+      for (let d = 0; d < dIn; d++)
+        u[q] = (u[q] as number) + (x[i * dIn + d] as number) * (ad.a[q * dIn + d] as number);
       for (let o = 0; o < dOut; o++) {
-        du[q] = (du[q] as number) + ad.scale * (dy[i * dOut + o] as number) * (ad.b[o * ad.rank + q] as number);
+        du[q] =
+          (du[q] as number) + ad.scale * (dy[i * dOut + o] as number) * (ad.b[o * ad.rank + q] as number);
       }
     }
     for (let o = 0; o < dOut; o++) {
       for (let q = 0; q < ad.rank; q++) {
-        dB[o * ad.rank + q] = (dB[o * ad.rank + q] as number) + ad.scale * (dy[i * dOut + o] as number) * (u[q] as number);
+        dB[o * ad.rank + q] =
+          (dB[o * ad.rank + q] as number) + ad.scale * (dy[i * dOut + o] as number) * (u[q] as number);
       }
     }
     for (let q = 0; q < ad.rank; q++) {
