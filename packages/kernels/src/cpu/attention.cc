@@ -201,16 +201,6 @@ inline int pad_tile(const float** ptrs, int n) {
   return padded;
 }
 
-/** Requests the cache lines of rows[0..n) (each d floats) into the cache hierarchy. */
-inline void prefetch_rows(const float* const* rows, int n, int64_t d) {
-  for (int t = 0; t < n; ++t) {
-    const char* p = reinterpret_cast<const char*>(rows[t]);
-    for (int64_t byte = 0; byte < d * static_cast<int64_t>(sizeof(float)); byte += 64) {
-      __builtin_prefetch(p + byte, 0, 3);
-    }
-  }
-}
-
 /** The next min(kTile, remaining) positions of the cursor as K and V row pointers; returns the count. */
 template <typename Cursor>
 inline int gather_tile(Cursor& cursor, const float* k, const float* v, int64_t remaining, const float** kp,
@@ -284,32 +274,29 @@ void attend_group(const float* q, int64_t group, int64_t d, float scale, int64_t
   float* scores = sc.a.data();  // [group, kTile]
   float* m = sc.b.data();       // [group]: running max of the scaled scores
   float* l = sc.c.data();       // [group]: running sum of e^(score - m)
+  float* corr = sc.d.data();    // [group]: e^(old m - new m), this tile's rescale of out and l
   std::fill(out, out + group * d, 0.0f);
   std::fill(m, m + group, kNegInf);
   std::fill(l, l + group, 0.0f);
-  // Double-buffered tiles: while one tile is computed, the next one's K/V rows
-  // (scattered over the cache's blocks) are prefetched.
-  const float* kbuf[2][kTile];
-  const float* vbuf[2][kTile];
-  int next_n = gather_tile(cursor, k, v, count, kbuf[0], vbuf[0]);
-  for (int64_t t0 = 0, tile = 0; t0 < count; t0 += kTile, tile ^= 1) {
-    const float** kp = kbuf[tile];
-    const float** vp = vbuf[tile];
-    const int n = next_n;
-    next_n = gather_tile(cursor, k, v, count - t0 - n, kbuf[tile ^ 1], vbuf[tile ^ 1]);
-    prefetch_rows(kbuf[tile ^ 1], next_n, d);
-    prefetch_rows(vbuf[tile ^ 1], next_n, d);
+  const float* kp[kTile];
+  const float* vp[kTile];
+  for (int64_t t0 = 0; t0 < count; t0 += kTile) {
+    const int n = gather_tile(cursor, k, v, count - t0, kp, vp);
     const int padded = pad_tile(kp, n);
     pad_tile(vp, n);
+    // Three phases over all heads of the group, so no head waits on its own
+    // scores → softmax → accumulate chain: the heads' work overlaps instead.
+    for (int64_t h = 0; h < group; ++h) {
+      for (int t = 0; t < padded; t += 8) dot8(q + h * d, kp + t, d, scores + h * kTile + t);
+    }
     for (int64_t h = 0; h < group; ++h) {
       float* s = scores + h * kTile;
-      for (int t = 0; t < padded; t += 8) dot8(q + h * d, kp + t, d, s + t);
       const float m_new = std::max(m[h], scale_scores(s, n, padded, scale));
-      const float corr = std::exp(m[h] - m_new);  // 0 on the first tile
-      l[h] = l[h] * corr + exp_shifted(s, padded, m_new);
+      corr[h] = m_new == m[h] ? 1.0f : std::exp(m[h] - m_new);  // 0 on the first tile
+      l[h] = l[h] * corr[h] + exp_shifted(s, padded, m_new);
       m[h] = m_new;
-      accumulate(s, vp, n, d, corr, out + h * d);
     }
+    for (int64_t h = 0; h < group; ++h) accumulate(scores + h * kTile, vp, n, d, corr[h], out + h * d);
   }
   for (int64_t h = 0; h < group; ++h) {
     const float inv = l[h] > 0.0f ? 1.0f / l[h] : 0.0f;
@@ -406,12 +393,7 @@ void attention_backward(const AttentionHeads& h, int64_t n_tokens, const int32_t
       PackedCursor cursor{(start * kv + g) * d, kv * d};
       const int64_t count = i - start + 1;
       for (int64_t first = 0; first < count; first += kTile) {
-        const int n = static_cast<int>(std::min<int64_t>(kTile, count - first));
-        for (int t = 0; t < n; ++t) {
-          const int64_t at = cursor.next();
-          kp[t] = k + at;
-          vp[t] = v + at;
-        }
+        const int n = gather_tile(cursor, k, v, count - first, kp, vp);
         const int padded = pad_tile(kp, n);
         pad_tile(vp, n);
         for (int64_t hh = 0; hh < group; ++hh) {

@@ -1,0 +1,159 @@
+// One model step over a mixed batch of token rows (chunked-prefill rows and decode
+// rows of many sequences and adapters) against the paged KV cache: the serving
+// counterpart of nn/transformer.ts. Adapter deltas go through the multi-LoRA op
+// with a slot per row (C9).
+import {
+  cacheWrite,
+  createPagedKvCache,
+  embedding,
+  type LoraTable,
+  linear,
+  loraForward,
+  type PagedKvCache,
+  pagedAttention,
+  rmsNorm,
+  rope,
+  swiglu,
+} from "@opentinker/kernels";
+import type { LinearParams } from "../nn/linear.ts";
+import type { ModelParams, ModelShape } from "../nn/params.ts";
+import type { CopyInstruction } from "./kv-cache.ts";
+import type { Module, PoolLoraTables } from "./policy-pool.ts";
+
+export interface StepBatch {
+  n: number;
+  tokens: Int32Array; // [n]
+  positions: Int32Array; // [n]: position of the row's token in its sequence
+  rowSeq: Int32Array; // [n]: index into blockTables
+  slots: Int32Array; // [n]: adapter slot in the pool's tables, -1 for none
+  slotMapping: Int32Array; // [n]: KV slot the row's K/V is written to
+  blockTables: Int32Array; // [numSeqs, maxBlocksPerSeq]
+  numSeqs: number;
+  maxBlocksPerSeq: number;
+  /** Rows whose next-token logits are wanted (last prompt rows and decode rows). */
+  logitRows: Int32Array;
+}
+
+/** The K/V of every layer, in blocks of blockSize token slots. */
+export class PagedKv {
+  readonly layers: PagedKvCache[];
+
+  constructor(
+    shape: ModelShape,
+    readonly numBlocks: number,
+    readonly blockSize: number,
+  ) {
+    this.layers = Array.from({ length: shape.numLayers }, () =>
+      createPagedKvCache(numBlocks, blockSize, shape.numKvHeads, shape.headDim),
+    );
+  }
+
+  static bytesPerBlock(shape: ModelShape, blockSize: number): number {
+    return 2 * shape.numLayers * blockSize * shape.numKvHeads * shape.headDim * 4;
+  }
+
+  /** Copy-on-write: the first `tokens` slots of block `from` into block `to`, every layer. */
+  copy(copies: readonly CopyInstruction[]): void {
+    for (const c of copies) {
+      for (const layer of this.layers) {
+        const row = layer.numKvHeads * layer.headDim;
+        const from = c.from * this.blockSize * row;
+        const to = c.to * this.blockSize * row;
+        layer.keyCache.copyWithin(to, from, from + c.tokens * row);
+        layer.valueCache.copyWithin(to, from, from + c.tokens * row);
+      }
+    }
+  }
+}
+
+function project(
+  p: LinearParams,
+  table: LoraTable | undefined,
+  x: Float32Array,
+  b: StepBatch,
+  y: Float32Array,
+): void {
+  linear(x, p.weight, y, b.n, p.dIn, p.dOut);
+  if (p.bias) {
+    for (let r = 0; r < b.n; r++) {
+      const row = y.subarray(r * p.dOut, (r + 1) * p.dOut);
+      for (let o = 0; o < p.dOut; o++) row[o] = (row[o] as number) + (p.bias[o] as number);
+    }
+  }
+  if (table && table.count > 0) loraForward(x, b.n, b.slots, table, y);
+}
+
+function addInto(target: Float32Array, source: Float32Array): void {
+  for (let i = 0; i < target.length; i++) target[i] = (target[i] as number) + (source[i] as number);
+}
+
+/** Runs the step and returns logits [logitRows.length, vocab]. */
+export function pagedForward(
+  params: ModelParams,
+  lora: PoolLoraTables | null,
+  kv: PagedKv,
+  b: StepBatch,
+): Float32Array {
+  const {
+    hiddenSize: H,
+    intermediateSize: I,
+    numHeads,
+    numKvHeads,
+    headDim,
+    vocabSize: V,
+    rmsNormEps: eps,
+  } = params.shape;
+  const n = b.n;
+  const h = new Float32Array(n * H);
+  embedding(b.tokens, params.embed.table, h, n, V, H);
+  const xn = new Float32Array(n * H);
+  const q = new Float32Array(n * numHeads * headDim);
+  const k = new Float32Array(n * numKvHeads * headDim);
+  const v = new Float32Array(n * numKvHeads * headDim);
+  const attn = new Float32Array(n * numHeads * headDim);
+  const tmp = new Float32Array(n * H);
+  const gate = new Float32Array(n * I);
+  const up = new Float32Array(n * I);
+  const rows = {
+    rowSeq: b.rowSeq,
+    rowPos: b.positions,
+    blockTables: b.blockTables,
+    numSeqs: b.numSeqs,
+    maxBlocksPerSeq: b.maxBlocksPerSeq,
+  };
+  params.layers.forEach((layer, l) => {
+    const t = lora?.layers[l] as Record<Module, LoraTable> | undefined;
+    const cache = kv.layers[l] as PagedKvCache;
+    rmsNorm(h, layer.inputNorm.weight, xn, null, n, H, eps);
+    project(layer.q, t?.q, xn, b, q);
+    project(layer.k, t?.k, xn, b, k);
+    project(layer.v, t?.v, xn, b, v);
+    rope(q, b.positions, params.rope, n, numHeads, headDim);
+    rope(k, b.positions, params.rope, n, numKvHeads, headDim);
+    cacheWrite(cache, k, v, n, b.slotMapping);
+    pagedAttention(q, n, rows, cache, numHeads, 1 / Math.sqrt(headDim), attn);
+    project(layer.o, t?.o, attn, b, tmp);
+    addInto(h, tmp);
+    rmsNorm(h, layer.postAttentionNorm.weight, xn, null, n, H, eps);
+    project(layer.gate, t?.gate, xn, b, gate);
+    project(layer.up, t?.up, xn, b, up);
+    swiglu(gate, up, gate);
+    project(layer.down, t?.down, gate, b, tmp);
+    addInto(h, tmp);
+  });
+  // Logits only for the rows that need them.
+  const m = b.logitRows.length;
+  const last = new Float32Array(m * H);
+  const lastSlots = new Int32Array(m);
+  for (let i = 0; i < m; i++) {
+    const row = b.logitRows[i] as number;
+    last.set(h.subarray(row * H, (row + 1) * H), i * H);
+    lastSlots[i] = b.slots[row] as number;
+  }
+  const normed = new Float32Array(m * H);
+  rmsNorm(last, params.finalNorm.weight, normed, null, m, H, eps);
+  const logits = new Float32Array(m * V);
+  linear(normed, params.unembed.weight, logits, m, H, V);
+  if (lora?.unembed && m > 0) loraForward(normed, m, lastSlots, lora.unembed, logits);
+  return logits;
+}

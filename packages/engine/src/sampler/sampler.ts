@@ -1,0 +1,453 @@
+// The multi-LoRA sampler (DESIGN.md C9): continuous batching over a paged KV cache
+// with prefix sharing. Requests name a policy by handle (or the base model), join
+// and leave between steps; each step mixes chunked-prefill rows and decode rows of
+// any adapters and versions, bounded by a token budget. A full cache queues
+// requests (back-pressure) and never fails them; an aborted request frees its blocks.
+
+import { createLoraTable, type LoraAdapterWeights } from "@opentinker/kernels";
+import {
+  type SampledSequence,
+  type SampleResponse,
+  type SamplingParams,
+  type SamplingParamsInput,
+  ZSamplingParams,
+} from "@opentinker/protocol";
+import type { BaseModel } from "../base-model.ts";
+import type { LinearParams } from "../nn/linear.ts";
+import type { ModelParams } from "../nn/params.ts";
+import { forward } from "../nn/transformer.ts";
+import { frozenParams } from "../policy/frozen.ts";
+import { Rng } from "../rng.ts";
+import type { SnapshotRegistry } from "../snapshots/registry.ts";
+import type { SnapshotStore } from "../snapshots/store.ts";
+import { pack } from "../trainer/batching.ts";
+import { KvCacheManager } from "./kv-cache.ts";
+import { PagedKv, pagedForward, type StepBatch } from "./paged-model.ts";
+import { BASE_KEY, type LoraEntryWeights, MODULES, PolicyPool, type PoolEntry } from "./policy-pool.ts";
+import { sampleToken } from "./sampling.ts";
+import { type StopCheck, stopChecker } from "./stop.ts";
+
+export interface SamplerOptions {
+  base: BaseModel;
+  store: SnapshotStore;
+  registry: SnapshotRegistry;
+  /** Bytes of K/V cache (all layers). */
+  kvCacheBytes?: number;
+  blockSize?: number;
+  /** Bytes of loaded policy versions (LoRA adapters and full models). */
+  policyBytes?: number;
+  /** Token rows per step: bounds a step's latency. */
+  maxTokensPerStep?: number;
+}
+
+export class AbortError extends Error {
+  override name = "AbortError";
+}
+
+interface Completion {
+  id: string;
+  index: number;
+  rng: Rng;
+  tokens: number[];
+  logprobs: number[];
+  stopReason: "stop" | "length" | null;
+}
+
+interface Request {
+  id: string;
+  seed: number;
+  entry: PoolEntry;
+  prompt: number[];
+  params: SamplingParams;
+  numSamples: number;
+  stop: StopCheck;
+  parentId: string;
+  phase: "waiting" | "prefill" | "forking" | "decode";
+  completions: Completion[];
+  firstLogits: Float32Array | null;
+  resolve: (response: SampleResponse) => void;
+  reject: (error: Error) => void;
+  cleanup: () => void;
+}
+
+interface Row {
+  request: Request;
+  seqId: string;
+  token: number;
+  position: number;
+  kvSlot: number;
+  /** Called with the row's logits when it is the last row of a prompt or a decode row. */
+  onLogits?: (logits: Float32Array) => void;
+}
+
+let nextRequest = 0;
+
+/**
+ * Completion i of a request seeded s draws from the stream of seed s + i, so a
+ * group of n samples equals n single requests seeded s, s + 1, …, s + n − 1.
+ */
+function completionRng(seed: number, index: number): Rng {
+  return new Rng((seed + index) >>> 0).fork(0x5eed);
+}
+
+export class Sampler {
+  readonly pool: PolicyPool;
+  readonly kv: KvCacheManager;
+  private readonly cache: PagedKv;
+  private readonly baseParams: ModelParams;
+  private readonly maxTokensPerStep: number;
+  private readonly waiting: Request[] = [];
+  private readonly active: Request[] = [];
+  private scheduled = false;
+  /** Prompt positions computed by prefill steps (cached prefixes are not). */
+  private prefillTokens = 0;
+
+  constructor(private readonly options: SamplerOptions) {
+    const { base } = options;
+    this.baseParams = frozenParams(base);
+    const blockSize = options.blockSize ?? 16;
+    const bytesPerBlock = PagedKv.bytesPerBlock(this.baseParams.shape, blockSize);
+    const numBlocks = Math.max(1, Math.floor((options.kvCacheBytes ?? 256 << 20) / bytesPerBlock));
+    this.kv = new KvCacheManager({ numBlocks, blockSize });
+    this.cache = new PagedKv(this.baseParams.shape, numBlocks, blockSize);
+    this.pool = new PolicyPool(base, options.store, options.registry, options.policyBytes ?? 1 << 30);
+    this.maxTokensPerStep = options.maxTokensPerStep ?? 256;
+  }
+
+  /** Samples `numSamples` completions of `prompt` from `policy` (a handle, or "base"). */
+  async sample(
+    policy: string,
+    prompt: readonly number[],
+    numSamples: number,
+    paramsInput: SamplingParamsInput,
+    signal?: AbortSignal,
+  ): Promise<SampleResponse> {
+    const parsed = ZSamplingParams.safeParse(paramsInput);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new RangeError(`sample: params.${issue?.path.join(".")}: ${issue?.message}`);
+    }
+    const vocab = this.options.base.config.vocabSize;
+    if (!Number.isInteger(numSamples) || numSamples < 1)
+      throw new RangeError(`sample: numSamples must be ≥ 1, got ${numSamples}`);
+    if (prompt.length === 0) throw new RangeError("sample: the prompt is empty");
+    for (const [i, t] of prompt.entries()) {
+      if (!Number.isInteger(t) || t < 0 || t >= vocab)
+        throw new RangeError(`sample: prompt[${i}] is ${t}, expected a token id in [0, ${vocab})`);
+    }
+    const { blockSize, numBlocks } = this.kv;
+    const needed = Math.ceil((prompt.length + 1) / blockSize) + numSamples;
+    if (needed > numBlocks) {
+      throw new RangeError(
+        `sample: the prompt needs ${needed} KV blocks, more than the cache's ${numBlocks}`,
+      );
+    }
+    const limit = this.options.base.config.maxPositionEmbeddings;
+    if (prompt.length >= limit) {
+      throw new RangeError(`sample: the prompt has ${prompt.length} tokens, the model's context is ${limit}`);
+    }
+    // Generation ends with "length" at the end of the context, as at maxTokens.
+    const params = { ...parsed.data, maxTokens: Math.min(parsed.data.maxTokens, limit - prompt.length) };
+    if (signal?.aborted) throw new AbortError("sample: aborted before it started");
+    const entry = await this.pool.acquire(policy);
+    if (signal?.aborted) {
+      this.pool.release(entry);
+      throw new AbortError("sample: aborted while its policy was loading");
+    }
+    const eos = [
+      ...this.options.base.config.eosTokenIds,
+      ...(this.options.base.tokenizer?.eosTokenIds ?? []),
+    ];
+    return new Promise<SampleResponse>((resolve, reject) => {
+      const id = `r${nextRequest++}`;
+      const seed = params.seed ?? Math.floor(Math.random() * 2 ** 31);
+      const request: Request = {
+        id,
+        seed,
+        entry,
+        prompt: [...prompt],
+        params,
+        numSamples,
+        stop: stopChecker(params, eos, this.options.base.tokenizer),
+        parentId: `${id}/prompt`,
+        phase: "waiting",
+        completions: Array.from({ length: numSamples }, (_, index) => ({
+          id: `${id}/${index}`,
+          index,
+          rng: completionRng(seed, index),
+          tokens: [],
+          logprobs: [],
+          stopReason: null,
+        })),
+        firstLogits: null,
+        resolve,
+        reject,
+        cleanup: () => {},
+      };
+      const onAbort = () => this.finish(request, new AbortError(`sample: request ${id} was aborted`));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      request.cleanup = () => signal?.removeEventListener("abort", onAbort);
+      this.waiting.push(request);
+      this.schedule();
+    });
+  }
+
+  /**
+   * Per-position logprobs of `tokens` under `policy` (the first position has none),
+   * through the training forward, so they agree with the trainer's.
+   */
+  async computeLogprobs(policy: string, tokens: readonly number[]): Promise<(number | null)[]> {
+    const vocab = this.options.base.config.vocabSize;
+    if (tokens.length < 2) throw new RangeError("computeLogprobs: needs at least 2 tokens");
+    for (const [i, t] of tokens.entries()) {
+      if (!Number.isInteger(t) || t < 0 || t >= vocab) {
+        throw new RangeError(`computeLogprobs: tokens[${i}] is ${t}, expected a token id in [0, ${vocab})`);
+      }
+    }
+    const entry = await this.pool.acquire(policy);
+    try {
+      const batch = pack([
+        { tokens: Int32Array.from(tokens.slice(0, -1)), targets: Int32Array.from(tokens.slice(1)) },
+      ]);
+      return [null, ...forward(this.singlePolicyParams(entry), batch).logprobs];
+    } finally {
+      this.pool.release(entry);
+    }
+  }
+
+  /** The weights of one policy as training-forward parameters. */
+  private singlePolicyParams(entry: PoolEntry): ModelParams {
+    if (entry.kind === "base") return this.baseParams;
+    if (entry.kind === "full") return entry.params as ModelParams;
+    const lora = entry.lora as LoraEntryWeights;
+    const bind = (p: LinearParams, w: LoraAdapterWeights | undefined): LinearParams => {
+      if (!w) return p;
+      const table = createLoraTable(p.dIn, p.dOut, [w]);
+      return { ...p, lora: { table, grads: table } };
+    };
+    const layers = this.baseParams.layers.map((layer, l) => {
+      const out = { ...layer };
+      for (const m of MODULES) out[m] = bind(layer[m], lora.layers[l]?.[m]);
+      return out;
+    });
+    const unembed = lora.unembed
+      ? {
+          ...this.baseParams.unembed,
+          lora: bind(
+            {
+              dIn: this.baseParams.shape.hiddenSize,
+              dOut: this.baseParams.shape.vocabSize,
+              weight: this.baseParams.unembed.weight,
+            },
+            lora.unembed,
+          ).lora,
+        }
+      : this.baseParams.unembed;
+    return { ...this.baseParams, layers, unembed };
+  }
+
+  stats() {
+    return {
+      waiting: this.waiting.length,
+      active: this.active.length,
+      prefillTokens: this.prefillTokens,
+      kv: this.kv.stats(),
+      policyBytes: this.pool.loadedBytes,
+    };
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      try {
+        if (this.step()) this.schedule();
+      } catch (error) {
+        // An internal failure fails the requests in flight, not the process.
+        for (const r of [...this.active, ...this.waiting])
+          this.finish(r, error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+
+  /** Frees a request's sequences and settles it. */
+  private finish(request: Request, error?: Error): void {
+    const at = this.active.indexOf(request);
+    if (at >= 0) this.active.splice(at, 1);
+    const waitingAt = this.waiting.indexOf(request);
+    if (waitingAt >= 0) this.waiting.splice(waitingAt, 1);
+    this.kv.free(request.parentId);
+    for (const c of request.completions) this.kv.free(c.id);
+    request.cleanup();
+    this.pool.release(request.entry);
+    if (error) return request.reject(error);
+    const sequences: SampledSequence[] = request.completions.map((c) => ({
+      tokens: c.tokens,
+      logprobs: c.logprobs,
+      stopReason: c.stopReason ?? "length",
+    }));
+    request.resolve({ sequences });
+  }
+
+  private admit(): void {
+    while (this.waiting.length > 0) {
+      const request = this.waiting[0] as Request;
+      // Keep one block per completion free for its first token (FIFO: no overtaking).
+      if (!this.kv.canAllocate(request.prompt, request.entry.key, request.numSamples)) break;
+      const admission = this.kv.admit(request.parentId, request.entry.key, request.prompt);
+      if (!admission) break;
+      this.waiting.shift();
+      request.phase = "prefill";
+      this.active.push(request);
+    }
+  }
+
+  /** One engine step; false when there is nothing left to do. */
+  private step(): boolean {
+    this.admit();
+    this.forkReady();
+    const rows = this.buildRows();
+    if (rows.length === 0) return this.active.length > 0 || this.waiting.length > 0 ? this.unblock() : false;
+    this.run(rows);
+    return true;
+  }
+
+  /** Nothing could run: preempt the newest active request (it restarts, with the same seeds). */
+  private unblock(): boolean {
+    const victim = this.active[this.active.length - 1];
+    if (!victim) return false;
+    this.active.pop();
+    this.kv.free(victim.parentId);
+    for (const c of victim.completions) {
+      this.kv.free(c.id);
+      c.tokens = [];
+      c.logprobs = [];
+      c.stopReason = null;
+      c.rng = completionRng(victim.seed, c.index);
+    }
+    victim.phase = "waiting";
+    victim.firstLogits = null;
+    this.waiting.unshift(victim);
+    return true;
+  }
+
+  /** Prompts whose prefill finished: sample each completion's first token, then fork. */
+  private forkReady(): void {
+    for (const request of [...this.active]) {
+      if (request.phase !== "forking" || !request.firstLogits) continue;
+      const live = request.completions.filter((c) => !c.stopReason);
+      if (
+        !this.kv.fork(
+          request.parentId,
+          live.map((c) => c.id),
+        )
+      )
+        continue;
+      this.kv.free(request.parentId);
+      request.phase = "decode";
+      if (live.length === 0) this.finish(request);
+    }
+  }
+
+  private buildRows(): Row[] {
+    const rows: Row[] = [];
+    let budget = this.maxTokensPerStep;
+    for (const request of this.active) {
+      if (request.phase !== "decode") continue;
+      for (const c of request.completions) {
+        if (c.stopReason || budget === 0) continue;
+        const token = c.tokens[c.tokens.length - 1] as number;
+        const slots = this.kv.appendSlots(c.id, [token]);
+        if (!slots) continue; // no block this step; it waits (or is preempted)
+        this.cache.copy(slots.copies);
+        rows.push({
+          request,
+          seqId: c.id,
+          token,
+          position: request.prompt.length + c.tokens.length - 1,
+          kvSlot: slots.slots[0] as number,
+          onLogits: (logits) => this.advance(request, c, logits),
+        });
+        budget--;
+      }
+    }
+    for (const request of this.active) {
+      if (request.phase !== "prefill" || budget === 0) continue;
+      const start = this.kv.computed(request.parentId);
+      const end = Math.min(request.prompt.length, start + budget);
+      const slots = this.kv.slots(request.parentId, start, end);
+      for (let p = start; p < end; p++) {
+        const last = p === request.prompt.length - 1;
+        rows.push({
+          request,
+          seqId: request.parentId,
+          token: request.prompt[p] as number,
+          position: p,
+          kvSlot: slots[p - start] as number,
+          onLogits: last ? (logits) => this.promptDone(request, logits) : undefined,
+        });
+      }
+      budget -= end - start;
+      this.prefillTokens += end - start;
+    }
+    return rows;
+  }
+
+  private promptDone(request: Request, logits: Float32Array): void {
+    request.firstLogits = logits;
+    request.phase = "forking";
+    for (const c of request.completions) this.advance(request, c, logits);
+  }
+
+  /** Samples a completion's next token from its row's logits and checks for a stop. */
+  private advance(request: Request, c: Completion, logits: Float32Array): void {
+    const sampled = sampleToken(logits, request.params, c.rng);
+    c.tokens.push(sampled.token);
+    c.logprobs.push(sampled.logprob);
+    c.stopReason = request.stop(c.tokens);
+    if (c.stopReason && request.phase === "decode") this.kv.free(c.id);
+    if (request.phase === "decode" && request.completions.every((x) => x.stopReason)) this.finish(request);
+  }
+
+  private run(rows: Row[]): void {
+    // One forward per model: the base and its adapters share one; each full-parameter version has its own.
+    const groups = new Map<string, Row[]>();
+    for (const row of rows) {
+      const key = row.request.entry.kind === "full" ? row.request.entry.key : BASE_KEY;
+      groups.set(key, [...(groups.get(key) ?? []), row]);
+    }
+    for (const group of groups.values()) this.runGroup(group);
+    for (const row of rows) {
+      if (this.kv.has(row.seqId)) this.kv.commit(row.seqId, 1);
+    }
+  }
+
+  private runGroup(rows: Row[]): void {
+    const entry = (rows[0] as Row).request.entry;
+    const full = entry.kind === "full";
+    const seqIds = [...new Set(rows.map((r) => r.seqId))];
+    const seqIndex = new Map(seqIds.map((id, i) => [id, i]));
+    const tables = this.kv.blockTables(seqIds);
+    const logitRows = rows.flatMap((r, i) => (r.onLogits ? [i] : []));
+    const batch: StepBatch = {
+      n: rows.length,
+      tokens: Int32Array.from(rows, (r) => r.token),
+      positions: Int32Array.from(rows, (r) => r.position),
+      rowSeq: Int32Array.from(rows, (r) => seqIndex.get(r.seqId) as number),
+      slots: Int32Array.from(rows, (r) => (r.request.entry.kind === "lora" ? r.request.entry.slot : -1)),
+      slotMapping: Int32Array.from(rows, (r) => r.kvSlot),
+      blockTables: tables.tables,
+      numSeqs: tables.numSeqs,
+      maxBlocksPerSeq: tables.maxBlocksPerSeq,
+      logitRows: Int32Array.from(logitRows),
+    };
+    const params = full ? (entry.params as ModelParams) : this.baseParams;
+    const lora = full ? null : this.pool.loraTables();
+    const logits = pagedForward(params, lora, this.cache, batch);
+    const V = params.shape.vocabSize;
+    logitRows.forEach((row, i) => {
+      (rows[row] as Row).onLogits?.(logits.subarray(i * V, (i + 1) * V));
+    });
+  }
+}
