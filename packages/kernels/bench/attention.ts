@@ -13,11 +13,14 @@ export function benchAttentionDecode() {
   cache.valueCache.set(randomF32(cache.valueCache.length, random));
   // Blocks of different sequences interleave, as they would after many admissions.
   const blockTables = new Int32Array(seqs * blocksPerSeq);
-  for (let s = 0; s < seqs; s++) for (let b = 0; b < blocksPerSeq; b++) blockTables[s * blocksPerSeq + b] = b * seqs + s;
+  for (let s = 0; s < seqs; s++)
+    for (let b = 0; b < blocksPerSeq; b++) blockTables[s * blocksPerSeq + b] = b * seqs + s;
   const contextLens = new Int32Array(seqs).fill(context);
   const q = randomF32(seqs * numHeads * headDim, random);
   const out = new Float32Array(q.length);
-  const ms = medianMs(() => attentionDecode(q, contextLens, blockTables, blocksPerSeq, cache, numHeads, 1 / 8, out));
+  const ms = medianMs(() =>
+    attentionDecode(q, contextLens, blockTables, blocksPerSeq, cache, numHeads, 1 / 8, out),
+  );
   return {
     sequences: seqs,
     context_tokens: context,

@@ -20,10 +20,11 @@ import {
 } from "./reference/attention.ts";
 import { expectClose, randomF32, rng } from "./test-utils.ts";
 
-// Outputs are convex combinations of values in [-1, 1] computed in fp32: errors
-// stay near 1e-6; gradients sum over a sequence's rows and heads, so they get more room.
-const OUT_ATOL = 2e-5;
-const GRAD_ATOL = 1e-4;
+// Outputs are convex combinations of values in [-1, 1] computed in fp32; measured
+// errors are ~1e-7 for outputs and ~5e-6 for gradients (which sum over a sequence's
+// rows and a kv group's heads), so these bounds leave a margin of 10× or more.
+const OUT_ATOL = 1e-5;
+const GRAD_ATOL = 5e-5;
 const RTOL = 1e-4;
 
 /** Sequences packed along the token axis, and the same tokens in a paged cache. */
@@ -264,7 +265,7 @@ describe("pagedAttention", () => {
     expectClose(out, expected, OUT_ATOL, RTOL);
   });
 
-  it("stays finite and exact when scores are far beyond fp32 exp range (running max)", () => {
+  it("stays finite and accurate when scores are far beyond fp32 exp range (running max)", () => {
     const spec = { lens: [45, 3], blockSize: 16, numHeads: 2, numKvHeads: 1, headDim: 8 };
     const batch = makeBatch(spec, rng(9));
     batch.q = batch.q.map((x) => x * 40);
@@ -293,16 +294,24 @@ describe("attentionForward", () => {
     });
   }
 
-  it("gives the same bits on one thread as on the whole pool", () => {
-    const batch = makeBatch(
-      { lens: [30, 50], blockSize: 16, numHeads: 6, numKvHeads: 2, headDim: 24 },
-      rng(4),
-    );
+  it("forward and backward give the same bits on one thread as on the whole pool", () => {
+    const spec = { lens: [30, 50, 1], blockSize: 16, numHeads: 6, numKvHeads: 2, headDim: 24 };
+    const random = rng(4);
+    const batch = makeBatch(spec, random);
+    const dOut = randomF32(batch.q.length, random);
+    const run = () => {
+      const { out, lse } = runForward(batch);
+      const grads = [batch.q, batch.k, batch.v].map((x) => new Float32Array(x.length));
+      const [dq, dk, dv] = grads as [Float32Array, Float32Array, Float32Array];
+      const { q, k, v, nTokens, seqStarts, heads } = batch;
+      attentionBackward(q, k, v, out, lse, dOut, nTokens, seqStarts, heads, dq, dk, dv);
+      return [out, lse, ...grads].map((x) => Array.from(x));
+    };
     const threads = kernelInfo().threads;
-    const pooled = runForward(batch).out;
+    const pooled = run();
     setKernelThreads(1);
     try {
-      expect(Array.from(runForward(batch).out)).toEqual(Array.from(pooled));
+      expect(run()).toEqual(pooled);
     } finally {
       setKernelThreads(threads);
     }

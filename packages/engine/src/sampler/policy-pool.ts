@@ -65,6 +65,9 @@ export class PolicyPool {
     private readonly registry: SnapshotRegistry,
     readonly budgetBytes: number,
   ) {
+    if (!Number.isFinite(budgetBytes) || budgetBytes <= 0) {
+      throw new RangeError(`PolicyPool: budgetBytes must be a positive number, got ${budgetBytes}`);
+    }
     this.entries.set(BASE_KEY, { key: BASE_KEY, kind: "base", slot: -1, bytes: 0, pins: 0, lastUsed: 0 });
   }
 

@@ -36,6 +36,27 @@ function candidates(logits: Float32Array, topK: number): number[] {
   return topK > 0 ? ids.slice(0, topK) : ids;
 }
 
+/** Sampling from the whole vocabulary: two passes, no allocation. */
+function sampleFull(logits: Float32Array, temperature: number, lseAll: number, rng: Rng): SampledToken {
+  const inv = 1 / temperature;
+  let max = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < logits.length; i++)
+    if ((logits[i] as number) * inv > max) max = (logits[i] as number) * inv;
+  let z = 0;
+  for (let i = 0; i < logits.length; i++) z += Math.exp((logits[i] as number) * inv - max);
+  let u = rng.next() * z;
+  let token = logits.length - 1;
+  for (let i = 0; i < logits.length; i++) {
+    u -= Math.exp((logits[i] as number) * inv - max);
+    if (u < 0) {
+      token = i;
+      break;
+    }
+  }
+  const logprob = (logits[token] as number) - lseAll;
+  return { token, logprob, sampledLogprob: (logits[token] as number) * inv - max - Math.log(z) };
+}
+
 /**
  * Samples one token. Deterministic for a given generator state; temperature 0 is
  * greedy. Ties break toward the lower token id.
@@ -48,6 +69,7 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: R
     return { token, logprob: logprobOf(token), sampledLogprob: 0 };
   }
   const noFilter = params.topK <= 0 && params.topP >= 1;
+  if (noFilter) return sampleFull(logits, params.temperature, lseAll, rng);
   const ids = noFilter ? null : candidates(logits, params.topK);
   const count = ids ? ids.length : logits.length;
   const scaled = new Float64Array(count);

@@ -184,7 +184,8 @@ inline void softmax_grad(float* s, float* dp, const float* lse, const float* del
   for (int t = 0; t < padded; t += 8) {
     const __m256 p = exp8(_mm256_fmsub_ps(sc, _mm256_loadu_ps(s + t), _mm256_loadu_ps(lse + t)));
     _mm256_storeu_ps(s + t, p);
-    _mm256_storeu_ps(dp + t, _mm256_mul_ps(_mm256_mul_ps(sc, p), _mm256_sub_ps(_mm256_loadu_ps(dp + t), _mm256_loadu_ps(delta + t))));
+    const __m256 dp_minus_delta = _mm256_sub_ps(_mm256_loadu_ps(dp + t), _mm256_loadu_ps(delta + t));
+    _mm256_storeu_ps(dp + t, _mm256_mul_ps(_mm256_mul_ps(sc, p), dp_minus_delta));
   }
 #else
   for (int t = 0; t < padded; ++t) {
@@ -368,7 +369,8 @@ void attention_backward(const AttentionHeads& h, int64_t n_tokens, const int32_t
 
   // delta [n_tokens, heads] = rowsum(dOut ⊙ out), the softmax-gradient correction.
   thread_local std::vector<float> delta_buffer;
-  if (delta_buffer.size() < static_cast<size_t>(n_tokens * heads)) delta_buffer.resize(static_cast<size_t>(n_tokens * heads));
+  const size_t rows = static_cast<size_t>(n_tokens * heads);
+  if (delta_buffer.size() < rows) delta_buffer.resize(rows);
   float* delta = delta_buffer.data();
   parallel_for(n_tokens * heads, grain_for(n_tokens * heads), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) delta[r] = dot(d_out + r * d, out + r * d, d);
@@ -378,11 +380,11 @@ void attention_backward(const AttentionHeads& h, int64_t n_tokens, const int32_t
   //   dq_i = Σ_{j ≤ i} ds_ij · k_j
   const int64_t tasks = n_tokens * kv;
   parallel_for(tasks, fine_grain(tasks), [&](int64_t t0, int64_t t1) {
-    Scratch& sc = scratch(1);
-    float* s = sc.a.data();
-    float* dp = sc.b.data();
-    float* lse_t = sc.c.data();
-    float* delta_t = sc.d.data();
+    Scratch& sc = scratch(group);
+    float* s = sc.a.data();        // [group, kTile]: q·k, then p
+    float* dp = sc.b.data();       // [group, kTile]: dOut·v, then ds
+    float* lse_t = sc.c.data();    // [group, kTile]: the row's lse, repeated
+    float* delta_t = sc.d.data();  // [group, kTile]: the row's delta, repeated
     const float* kp[kTile];
     const float* vp[kTile];
     for (int64_t task = t0; task < t1; ++task) {
@@ -390,23 +392,28 @@ void attention_backward(const AttentionHeads& h, int64_t n_tokens, const int32_t
       const int64_t start = seq_starts[seq_index(seq_starts, num_seqs, i)];
       const int64_t row = i * heads + g * group;  // first query head of the group
       std::fill(dq + row * d, dq + (row + group) * d, 0.0f);
+      for (int64_t hh = 0; hh < group; ++hh) {
+        std::fill(lse_t + hh * kTile, lse_t + (hh + 1) * kTile, lse[row + hh]);
+        std::fill(delta_t + hh * kTile, delta_t + (hh + 1) * kTile, delta[row + hh]);
+      }
       PackedCursor cursor{(start * kv + g) * d, kv * d};
       const int64_t count = i - start + 1;
       for (int64_t first = 0; first < count; first += kTile) {
         const int n = gather_tile(cursor, k, v, count - first, kp, vp);
         const int padded = pad_tile(kp, n);
         pad_tile(vp, n);
+        // Phases over the group's heads, as in attend_group.
         for (int64_t hh = 0; hh < group; ++hh) {
-          const int64_t r = row + hh;
           for (int t = 0; t < padded; t += 8) {
-            dot8(q + r * d, kp + t, d, s + t);
-            dot8(d_out + r * d, vp + t, d, dp + t);
+            dot8(q + (row + hh) * d, kp + t, d, s + hh * kTile + t);
+            dot8(d_out + (row + hh) * d, vp + t, d, dp + hh * kTile + t);
           }
-          std::fill(lse_t, lse_t + padded, lse[r]);
-          std::fill(delta_t, delta_t + padded, delta[r]);
-          softmax_grad(s, dp, lse_t, delta_t, padded, scale);
-          accumulate(dp, kp, n, d, 1.0f, dq + r * d);
         }
+        for (int64_t hh = 0; hh < group; ++hh) {
+          const int64_t o = hh * kTile;
+          softmax_grad(s + o, dp + o, lse_t + o, delta_t + o, padded, scale);
+        }
+        for (int64_t hh = 0; hh < group; ++hh) accumulate(dp + hh * kTile, kp, n, d, 1.0f, dq + (row + hh) * d);
       }
     }
   });

@@ -91,7 +91,9 @@ PagedKvCache cache_arg(const Args& a, size_t key, size_t value, size_t dims, int
   c.num_kv_heads = num_kv_heads;
   c.head_dim = head_dim;
   const int64_t length = elements(a, "keyCache", {c.num_blocks, c.block_size, num_kv_heads, head_dim});
-  if (c.num_blocks * c.block_size > kMaxIndex) throw_range(a.env(), a.op, "numBlocks", "× blockSize exceeds 2^31 - 1 slots");
+  if (c.num_blocks * c.block_size > kMaxIndex) {
+    throw_range(a.env(), a.op, "numBlocks", "× blockSize exceeds 2^31 - 1 slots");
+  }
   c.key = a.f32(key, "keyCache", length);
   c.value = a.f32(value, "valueCache", length);
   return c;
@@ -152,8 +154,8 @@ Napi::Value PagedAttention(const Napi::CallbackInfo& info) {
       if (id < 0 || id >= c.num_blocks) {
         const std::string element = "blockTables[" + std::to_string(s) + "][" + std::to_string(b) + "]";
         throw_range(a.env(), a.op, element.c_str(),
-                    "is " + std::to_string(id) + ", expected [0, " + std::to_string(c.num_blocks) + ") (read by rowPos[" +
-                        std::to_string(i) + "] = " + std::to_string(rows.row_pos[i]) + ")");
+                    "is " + std::to_string(id) + ", expected [0, " + std::to_string(c.num_blocks) +
+                        ") (read by rowPos[" + std::to_string(i) + "] = " + std::to_string(rows.row_pos[i]) + ")");
       }
     }
     if (used > checked) checked = used;

@@ -341,11 +341,52 @@ void gemm_own(const GemmArgs& g) {
   }
 }
 
-bool gemm_blas(const GemmArgs& g) {
 #ifdef OT_HAVE_CBLAS
+void cblas(const GemmArgs& g) {
   cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), g.alpha, g.a, static_cast<int>(g.lda),
               g.b, static_cast<int>(g.ldb), g.beta, g.c, static_cast<int>(g.ldc));
+}
+
+/**
+ * OpenBLAS's kernels on our thread pool: OpenBLAS itself runs single-threaded and
+ * each pool thread multiplies a slice of C. Two pools of spinning threads (ours and
+ * OpenBLAS's) on the same cores slowed every op that followed a matmul.
+ */
+void gemm_blas_on_pool(const GemmArgs& g) {
+  static const bool single = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)single;
+  const int threads = num_threads();
+  const bool split_n = g.n >= g.m;
+  const int64_t extent = split_n ? g.n : g.m;
+  const int64_t align = split_n ? 16 : 8;
+  int64_t chunk = (extent + threads - 1) / threads;
+  chunk = (chunk + align - 1) / align * align;
+  parallel_for(extent, chunk, [&](int64_t lo, int64_t hi) {
+    GemmArgs part = g;
+    if (split_n) {
+      part.n = hi - lo;
+      part.b = g.trans_b ? g.b + lo * g.ldb : g.b + lo;
+      part.c = g.c + lo;
+    } else {
+      part.m = hi - lo;
+      part.a = g.trans_a ? g.a + lo : g.a + lo * g.lda;
+      part.c = g.c + lo * g.ldc;
+    }
+    cblas(part);
+  });
+}
+#endif
+
+bool gemm_blas(const GemmArgs& g) {
+#ifdef OT_HAVE_CBLAS
+  // The reference: OpenBLAS with its own threads, as a user of it would call it.
+  openblas_set_num_threads(num_threads());
+  cblas(g);
+  openblas_set_num_threads(1);
   return true;
 #else
   return false;
@@ -357,7 +398,11 @@ void gemm(const GemmArgs& g) {
   if (g.k == 0) return scale_c(g);
   // Our dot tiles beat OpenBLAS on decode-sized x·Wᵀ (see BENCHMARKS.md).
   if (!g.trans_a && g.trans_b && g.m <= kSmallM && g.alpha != 0.0f) return gemm_nt_small(g);
-  if (!gemm_blas(g)) gemm_own(g);
+#ifdef OT_HAVE_CBLAS
+  gemm_blas_on_pool(g);
+#else
+  gemm_own(g);
+#endif
 }
 
 const char* blas_name() {

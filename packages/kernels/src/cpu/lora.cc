@@ -69,6 +69,83 @@ inline void add_t_bt(const float* t, const float* b, int64_t r, int64_t d_out, f
   for (; o < d_out; ++o) y[o] += dot(t, b + o * r, r);
 }
 
+/** The same as dot8 for two rows t0, t1 sharing every load of b. */
+inline void dot8x2(const float* t0, const float* t1, const float* b, int64_t r, float* out0, float* out1) {
+#ifdef OT_AVX2
+  if (r % 8 == 0) {
+    __m256 acc0[8], acc1[8];
+    for (int j = 0; j < 8; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    for (int64_t q = 0; q < r; q += 8) {
+      const __m256 v0 = _mm256_loadu_ps(t0 + q);
+      const __m256 v1 = _mm256_loadu_ps(t1 + q);
+      for (int j = 0; j < 8; ++j) {
+        const __m256 bv = _mm256_loadu_ps(b + j * r + q);
+        acc0[j] = _mm256_fmadd_ps(bv, v0, acc0[j]);
+        acc1[j] = _mm256_fmadd_ps(bv, v1, acc1[j]);
+      }
+    }
+    for (int row = 0; row < 2; ++row) {
+      __m256* acc = row == 0 ? acc0 : acc1;
+      float* out = row == 0 ? out0 : out1;
+      const __m256 t01 = _mm256_hadd_ps(acc[0], acc[1]);
+      const __m256 t23 = _mm256_hadd_ps(acc[2], acc[3]);
+      const __m256 t45 = _mm256_hadd_ps(acc[4], acc[5]);
+      const __m256 t67 = _mm256_hadd_ps(acc[6], acc[7]);
+      const __m256 t0123 = _mm256_hadd_ps(t01, t23);
+      const __m256 t4567 = _mm256_hadd_ps(t45, t67);
+      const __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(t0123, t4567, 0x20), _mm256_permute2f128_ps(t0123, t4567, 0x31));
+      _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(out), sum));
+    }
+    return;
+  }
+#endif
+  dot8(t0, b, r, out0);
+  dot8(t1, b, r, out1);
+}
+
+/** dot(x0, a) and dot(x1, a) sharing the loads of a. */
+inline void dot_x2(const float* x0, const float* x1, const float* a, int64_t n, float* s0, float* s1) {
+  int64_t i = 0;
+  float r0 = 0.0f, r1 = 0.0f;
+#ifdef OT_AVX2
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 av = _mm256_loadu_ps(a + i);
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + i), av, a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + i), av, a1);
+  }
+  alignas(32) float b0[8], b1[8];
+  _mm256_store_ps(b0, a0);
+  _mm256_store_ps(b1, a1);
+  for (int j = 0; j < 8; ++j) {
+    r0 += b0[j];
+    r1 += b1[j];
+  }
+#endif
+  for (; i < n; ++i) {
+    r0 += x0[i] * a[i];
+    r1 += x1[i] * a[i];
+  }
+  *s0 = r0;
+  *s1 = r1;
+}
+
+/** Two rows of one adapter: y_i += s · (x_i·Aᵀ)·Bᵀ, every weight load shared by both rows. */
+void lora_rows_x2(const LoraShape& s, const LoraAdapter& ad, const float* x0, const float* x1, float* t0, float* t1,
+                  float* y0, float* y1) {
+  for (int64_t q = 0; q < ad.rank; ++q) {
+    dot_x2(x0, x1, ad.a + q * s.d_in, s.d_in, t0 + q, t1 + q);
+    t0[q] *= ad.scale;
+    t1[q] *= ad.scale;
+  }
+  int64_t o = 0;
+  for (; o + 8 <= s.d_out; o += 8) dot8x2(t0, t1, ad.b + o * ad.rank, ad.rank, y0 + o, y1 + o);
+  for (; o < s.d_out; ++o) {
+    y0[o] += dot(t0, ad.b + o * ad.rank, ad.rank);
+    y1[o] += dot(t1, ad.b + o * ad.rank, ad.rank);
+  }
+}
+
 struct Task {
   int32_t slot;
   int64_t begin, end;  // into Groups::order
@@ -173,9 +250,14 @@ void lora_forward(const LoraShape& s, const float* x, const int32_t* slots, cons
     for (int64_t t = t0; t < t1; ++t) {
       const Task& task = task_list[t];
       const LoraAdapter& ad = table[task.slot];
-      if (t_buffer.size() < static_cast<size_t>(ad.rank)) t_buffer.resize(static_cast<size_t>(ad.rank));
-      float* tv = t_buffer.data();  // [rank]
-      for (int64_t k = task.begin; k < task.end; ++k) {
+      if (t_buffer.size() < static_cast<size_t>(2 * ad.rank)) t_buffer.resize(static_cast<size_t>(2 * ad.rank));
+      float* tv = t_buffer.data();  // [2, rank]
+      int64_t k = task.begin;
+      for (; k + 2 <= task.end; k += 2) {
+        const int64_t r0 = order[k], r1 = order[k + 1];
+        lora_rows_x2(s, ad, x + r0 * s.d_in, x + r1 * s.d_in, tv, tv + ad.rank, y + r0 * s.d_out, y + r1 * s.d_out);
+      }
+      if (k < task.end) {
         const int64_t row = order[k];
         const float* xr = x + row * s.d_in;
         for (int64_t q = 0; q < ad.rank; ++q) tv[q] = ad.scale * dot(xr, ad.a + q * s.d_in, s.d_in);

@@ -182,7 +182,7 @@ let decodePos = new Int32Array(0);
  */
 export function attentionDecode(
   q: Float32Array, // [numSeqs, numHeads, headDim]
-  contextLens: Int32Array, // [numSeqs]: cached tokens per sequence, including the new one
+  contextLens: Int32Array, // [numSeqs]: cached tokens per sequence (≥ 1), including the new one
   blockTables: Int32Array, // [numSeqs, maxBlocksPerSeq]
   maxBlocksPerSeq: number,
   cache: PagedKvCache,
