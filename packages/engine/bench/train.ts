@@ -87,6 +87,8 @@ function benchModel(name: string, shape: "small" | "qwen", config: ModelConfig, 
   );
   progress(`train: ${name} full-parameter`);
   const full = measure(createFullPolicy(base), data, steps);
+  // Our policies are garbage now: free them before PyTorch builds its own copy.
+  (globalThis as { gc?: () => void }).gc?.();
   const torchLora = torchReference(shape, "lora", steps);
   const torchFull = torchReference(shape, "full", steps);
   const ratio = (ours: number, ref: Record<string, unknown>) =>

@@ -35,6 +35,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ot::register_elementwise(env, exports);
   ot::register_loss(env, exports);
   ot::register_optim(env, exports);
+  ot::register_sample(env, exports);
   return exports;
 }
 

@@ -11,6 +11,7 @@ export * from "./ops/gemm.ts";
 export * from "./ops/lora.ts";
 export * from "./ops/loss.ts";
 export * from "./ops/optim.ts";
+export * from "./ops/sample.ts";
 
 /** Which build is loaded: backend, BLAS, SIMD level and thread count. */
 export function kernelInfo(): AddonInfo {

@@ -7,6 +7,7 @@ import type { GemmBinding } from "./ops/gemm.ts";
 import type { LoraBinding } from "./ops/lora.ts";
 import type { LossBinding } from "./ops/loss.ts";
 import type { OptimBinding } from "./ops/optim.ts";
+import type { SampleBinding } from "./ops/sample.ts";
 
 export interface AddonInfo {
   backend: "cpu";
@@ -28,4 +29,5 @@ export type NativeKernels = CoreBinding &
   AttentionBinding &
   ElementwiseBinding &
   LossBinding &
-  OptimBinding;
+  OptimBinding &
+  SampleBinding;

@@ -281,7 +281,10 @@ export class Sampler {
     for (const c of request.completions) this.kv.free(c.id);
     request.cleanup();
     this.pool.release(request.entry);
-    if (error) return request.reject(error);
+    if (error) {
+      request.reject(error);
+      return;
+    }
     const sequences: SampledSequence[] = request.completions.map((c) => ({
       tokens: c.tokens,
       logprobs: c.logprobs,

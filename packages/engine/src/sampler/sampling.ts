@@ -2,6 +2,7 @@
 // seeded generator, and the logprob convention of the sampler: the returned
 // logprob is log π(token) under the model's distribution at temperature 1,
 // whatever the sampling temperature, so the trainer's importance ratio is exact.
+import { sampleRows } from "@opentinker/kernels";
 import type { SamplingParams } from "@opentinker/protocol";
 import type { Rng } from "../rng.ts";
 
@@ -9,8 +10,6 @@ export interface SampledToken {
   token: number;
   /** log softmax(logits)[token]: the temperature-1 distribution. */
   logprob: number;
-  /** The logprob under the distribution actually sampled from (temperature, top-k, top-p). */
-  sampledLogprob: number;
 }
 
 /** log Σ exp(values[i]) over [0, n). */
@@ -23,12 +22,6 @@ function logSumExp(values: Float32Array | Float64Array, n: number): number {
   return max + Math.log(sum);
 }
 
-function argmax(logits: Float32Array): number {
-  let best = 0;
-  for (let i = 1; i < logits.length; i++) if ((logits[i] as number) > (logits[best] as number)) best = i;
-  return best;
-}
-
 /** Candidate ids sorted by logit, descending, cut to top-k (all when k ≤ 0). */
 function candidates(logits: Float32Array, topK: number): number[] {
   const ids = Array.from({ length: logits.length }, (_, i) => i);
@@ -36,25 +29,12 @@ function candidates(logits: Float32Array, topK: number): number[] {
   return topK > 0 ? ids.slice(0, topK) : ids;
 }
 
-/** Sampling from the whole vocabulary: two passes, no allocation. */
-function sampleFull(logits: Float32Array, temperature: number, lseAll: number, rng: Rng): SampledToken {
-  const inv = 1 / temperature;
-  let max = Number.NEGATIVE_INFINITY;
-  for (let i = 0; i < logits.length; i++)
-    if ((logits[i] as number) * inv > max) max = (logits[i] as number) * inv;
-  let z = 0;
-  for (let i = 0; i < logits.length; i++) z += Math.exp((logits[i] as number) * inv - max);
-  let u = rng.next() * z;
-  let token = logits.length - 1;
-  for (let i = 0; i < logits.length; i++) {
-    u -= Math.exp((logits[i] as number) * inv - max);
-    if (u < 0) {
-      token = i;
-      break;
-    }
-  }
-  const logprob = (logits[token] as number) - lseAll;
-  return { token, logprob, sampledLogprob: (logits[token] as number) * inv - max - Math.log(z) };
+/** Sampling from the whole vocabulary, natively (two passes over the logits, no allocation in JS). */
+function sampleFull(logits: Float32Array, temperature: number, rng: Rng): SampledToken {
+  const out = sampleRows(logits, logits.length, Float32Array.of(temperature), Float64Array.of(rng.next()));
+  const token = out.tokens[0] as number;
+  const logprob = (logits[token] as number) - (out.lse[0] as number);
+  return { token, logprob };
 }
 
 /**
@@ -62,14 +42,10 @@ function sampleFull(logits: Float32Array, temperature: number, lseAll: number, r
  * greedy. Ties break toward the lower token id.
  */
 export function sampleToken(logits: Float32Array, params: SamplingParams, rng: Rng): SampledToken {
+  const noFilter = params.topK <= 0 && params.topP >= 1;
+  if (noFilter || params.temperature === 0) return sampleFull(logits, params.temperature, rng);
   const lseAll = logSumExp(logits, logits.length);
   const logprobOf = (token: number) => (logits[token] as number) - lseAll;
-  if (params.temperature === 0) {
-    const token = argmax(logits);
-    return { token, logprob: logprobOf(token), sampledLogprob: 0 };
-  }
-  const noFilter = params.topK <= 0 && params.topP >= 1;
-  if (noFilter) return sampleFull(logits, params.temperature, lseAll, rng);
   const ids = noFilter ? null : candidates(logits, params.topK);
   const count = ids ? ids.length : logits.length;
   const scaled = new Float64Array(count);
@@ -94,5 +70,5 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: R
     }
   }
   const token = ids ? (ids[chosen] as number) : chosen;
-  return { token, logprob: logprobOf(token), sampledLogprob: (scaled[chosen] as number) - lse };
+  return { token, logprob: logprobOf(token) };
 }

@@ -11,5 +11,6 @@ void register_attention(Napi::Env env, Napi::Object exports);
 void register_elementwise(Napi::Env env, Napi::Object exports);
 void register_loss(Napi::Env env, Napi::Object exports);
 void register_optim(Napi::Env env, Napi::Object exports);
+void register_sample(Napi::Env env, Napi::Object exports);
 
 }  // namespace ot
