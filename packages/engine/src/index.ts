@@ -14,6 +14,7 @@ export { PolicyBudgetError, PolicyPool, type PoolEntry } from "./sampler/policy-
 export { AbortError, Sampler, type SamplerOptions } from "./sampler/sampler.ts";
 export { type SampledToken, sampleToken } from "./sampler/sampling.ts";
 export * from "./snapshots/peft.ts";
+export * from "./snapshots/publish.ts";
 export * from "./snapshots/registry.ts";
 export * from "./snapshots/state.ts";
 export * from "./snapshots/store.ts";
