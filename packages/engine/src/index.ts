@@ -1,6 +1,8 @@
 // @opentinker/engine: base models, LoRA and full-parameter policies, training
 // (losses, AdamW), snapshots and their store.
 export * from "./base-model.ts";
+export * from "./clients/futures.ts";
+export * from "./clients/in-process.ts";
 export * from "./model/index.ts";
 export type { LinearParams } from "./nn/linear.ts";
 export type { ModelParams } from "./nn/params.ts";

@@ -24,7 +24,7 @@ export async function saveWeightsForSampler(
   const latest = await registry.latest(where.team, where.adapter);
   const key = `${where.team}/${where.adapter}/sampler/${(latest?.version ?? 0) + 1}`;
   const stored = await store.put(key, snapshotFiles(policy));
-  return registry.publish(where.team, where.adapter, stored, policy.step);
+  return registry.publish(where.team, where.adapter, stored, policy.step, policy.base.name);
 }
 
 /** Checkpoints weights, AdamW moments and step under `name`. */

@@ -10,11 +10,19 @@ export interface SnapshotRecord {
   path: string;
   checksum: string;
   trainerStep: number;
+  /** The base model the snapshot's policy was trained over. */
+  baseModel?: string;
 }
 
 export interface SnapshotRegistry {
   /** Publishes the next version of an adapter; returns its record with a new handle. */
-  publish(team: string, adapter: string, stored: StoredObject, trainerStep: number): Promise<SnapshotRecord>;
+  publish(
+    team: string,
+    adapter: string,
+    stored: StoredObject,
+    trainerStep: number,
+    baseModel?: string,
+  ): Promise<SnapshotRecord>;
   resolve(handle: string): Promise<SnapshotRecord>;
   latest(team: string, adapter: string): Promise<SnapshotRecord | null>;
 }
@@ -32,6 +40,7 @@ export class InMemorySnapshotRegistry implements SnapshotRegistry {
     adapter: string,
     stored: StoredObject,
     trainerStep: number,
+    baseModel?: string,
   ): Promise<SnapshotRecord> {
     const key = `${team}/${adapter}`;
     const version = (this.latestByAdapter.get(key)?.version ?? 0) + 1;
@@ -41,6 +50,7 @@ export class InMemorySnapshotRegistry implements SnapshotRegistry {
       path: stored.path,
       checksum: stored.checksum,
       trainerStep,
+      ...(baseModel ? { baseModel } : {}),
     };
     this.records.set(record.handle, record);
     this.latestByAdapter.set(key, record);
