@@ -25,7 +25,6 @@ export class PrismaCompatiblePool extends pg.Pool {
     const last = args[args.length - 1];
     // Callback form: leave untouched (Prisma only uses the promise form).
     if (typeof last === "function") return super.query(...(args as [string]));
-    const pending = super.query(...(args as [string])) as unknown as Promise<pg.QueryResult>;
-    return pending.then(rewriteFieldTypes);
+    return (super.query(...(args as [string])) as Promise<pg.QueryResult>).then(rewriteFieldTypes);
   }
 }
