@@ -1,0 +1,258 @@
+import type { InProcessServiceClient, InProcessTrainingClient } from "@opentinker/engine";
+import { lossInput, type ModelInput, modelInputFromTokens, modelInputTokens } from "@opentinker/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Env, EnvGroupBuilder, RlDataset, StepResult } from "../env/types.ts";
+import { MemorySink } from "../metrics/sink.ts";
+import { rolloutEnv } from "../rollout/rollout.ts";
+import type { Trajectory } from "../rollout/trajectory.ts";
+import { tinyService } from "../test-fixtures.ts";
+import { groupAdvantages } from "./advantages.ts";
+import { trajectoryDatums } from "./datums.ts";
+import { applyStaleness, evaluate, trainRl } from "./train.ts";
+
+let service: InProcessServiceClient;
+let cleanup: () => Promise<void>;
+beforeAll(async () => {
+  ({ service, cleanup } = await tinyService());
+});
+afterAll(() => cleanup());
+
+const PROMPT = [10, 20, 30, 40];
+
+/** Single turn: reward 1 when the first generated token is below `threshold`. */
+class ThresholdEnv implements Env {
+  constructor(private readonly threshold = 141) {}
+  async initialObservation() {
+    return { observation: modelInputFromTokens(PROMPT), stop: { stop: [], maxTokens: 1 } };
+  }
+  async step(action: number[]): Promise<StepResult> {
+    return { reward: (action[0] as number) < this.threshold ? 1 : 0, done: true };
+  }
+}
+
+/** Two turns; the second observation extends the context with [100, 101]; reward only on turn 2. */
+class TwoTurnEnv implements Env {
+  private context: number[] = [...PROMPT];
+  private turn = 0;
+  async initialObservation() {
+    return { observation: modelInputFromTokens(this.context), stop: { stop: [], maxTokens: 2 } };
+  }
+  async step(action: number[]): Promise<StepResult> {
+    this.turn++;
+    this.context = [...this.context, ...action, 100, 101];
+    // Mutating the action must not change what the rollout recorded.
+    action.fill(0);
+    if (this.turn === 2) return { reward: 5, done: true };
+    return { reward: 0, done: false, nextObservation: modelInputFromTokens(this.context) };
+  }
+}
+
+const groupOf = (make: () => Env, size: number): EnvGroupBuilder => ({
+  makeEnvs: async () => Array.from({ length: size }, make),
+});
+
+const dataset = (batches: number, groups: number, make: () => Env, size = 8): RlDataset => ({
+  batches,
+  batch: () => Array.from({ length: groups }, () => groupOf(make, size)),
+});
+
+async function sampler(tc: InProcessTrainingClient) {
+  const saved = await (await tc.saveWeightsForSampler("test")).result();
+  return { client: await tc.createSamplingClient(saved.handle), version: saved.version };
+}
+
+describe("rollout and datums", () => {
+  it("records the generated tokens and logprobs before the environment sees the action", async () => {
+    const tc = (await service.createLoraTrainingClient({
+      baseModel: "tiny",
+      rank: 2,
+    })) as InProcessTrainingClient;
+    const s = await sampler(tc);
+    const t = await rolloutEnv(new TwoTurnEnv(), s.client, { policyVersion: s.version, seed: 1 });
+    expect(t.failure).toBeUndefined();
+    expect(t.transitions).toHaveLength(2);
+    for (const tr of t.transitions) {
+      expect(tr.actionTokens).toHaveLength(2);
+      expect(tr.actionTokens.some((x) => x !== 0)).toBe(true);
+      const logprobs = await (
+        await s.client.computeLogprobs(appendTokens(tr.observation, tr.actionTokens))
+      ).result();
+      const own = logprobs.slice(-2) as number[];
+      tr.actionLogprobs.forEach((lp, i) => {
+        expect(Math.abs(lp - (own[i] as number))).toBeLessThan(1e-4);
+      });
+    }
+  });
+
+  it("a reward on one turn lands only on that turn's action tokens; observations are masked", async () => {
+    const trajectory: Trajectory = {
+      policyVersion: 1,
+      transitions: [
+        {
+          observation: modelInputFromTokens([1, 2]),
+          actionTokens: [3, 4],
+          actionLogprobs: [-1, -2],
+          reward: 0,
+          done: false,
+          metrics: {},
+        },
+        {
+          observation: modelInputFromTokens([1, 2, 3, 4, 9, 9]),
+          actionTokens: [5],
+          actionLogprobs: [-3],
+          reward: 2,
+          done: true,
+          metrics: {},
+        },
+      ],
+    };
+    const [scored] = groupAdvantages(
+      { trajectories: [trajectory] },
+      { centre: false, dropConstantGroups: false, perTurnDiscount: 0 },
+    );
+    const datums = trajectoryDatums(scored as NonNullable<typeof scored>);
+    expect(datums).toHaveLength(1); // the second observation extends the first context: one sequence
+    const d = datums[0] as (typeof datums)[number];
+    expect(modelInputTokens(d.modelInput)).toEqual([1, 2, 3, 4, 9, 9]);
+    expect(lossInput(d, "targetTokens")).toEqual([2, 3, 4, 9, 9, 5]);
+    expect(lossInput(d, "mask")).toEqual([0, 1, 1, 0, 0, 1]);
+    expect(lossInput(d, "advantages")).toEqual([0, 0, 0, 0, 0, 2]);
+    expect(lossInput(d, "logprobs")).toEqual([0, -1, -2, 0, 0, -3]);
+  });
+
+  it("a turn whose observation does not extend the context starts a new datum", () => {
+    const trajectory: Trajectory = {
+      policyVersion: 1,
+      transitions: [
+        {
+          observation: modelInputFromTokens([1, 2]),
+          actionTokens: [3],
+          actionLogprobs: [-1],
+          reward: 1,
+          done: false,
+          metrics: {},
+        },
+        {
+          observation: modelInputFromTokens([7, 8]),
+          actionTokens: [5],
+          actionLogprobs: [-2],
+          reward: 1,
+          done: true,
+          metrics: {},
+        },
+      ],
+    };
+    const [scored] = groupAdvantages(
+      { trajectories: [trajectory] },
+      { centre: false, dropConstantGroups: false },
+    );
+    expect(trajectoryDatums(scored as NonNullable<typeof scored>)).toHaveLength(2);
+  });
+
+  it("a group of identical rewards has zero advantages and, with the option on, no datum", () => {
+    const t = (): Trajectory => ({
+      policyVersion: 1,
+      transitions: [
+        {
+          observation: modelInputFromTokens([1, 2]),
+          actionTokens: [3],
+          actionLogprobs: [-1],
+          reward: 1,
+          done: true,
+          metrics: {},
+        },
+      ],
+    });
+    const group = { trajectories: [t(), t(), t()] };
+    expect(groupAdvantages(group, { dropConstantGroups: false }).map((s) => s.turnAdvantages)).toEqual([
+      [0],
+      [0],
+      [0],
+    ]);
+    expect(groupAdvantages(group)).toEqual([]);
+  });
+
+  it("staleness: a trajectory from v trained at v+k is dropped past maxStaleness or kept to be corrected", () => {
+    expect(applyStaleness(3, 6, { maxStaleness: 2, mode: "drop" })).toEqual({ staleness: 3, keep: false });
+    expect(applyStaleness(3, 6, { maxStaleness: 2, mode: "correct" })).toEqual({ staleness: 3, keep: true });
+    expect(applyStaleness(5, 6, { maxStaleness: 2, mode: "drop" })).toEqual({ staleness: 1, keep: true });
+  });
+});
+
+describe("the RL loop", () => {
+  it("validation runs the same workflow with no loss and no optimizer step", async () => {
+    const tc = (await service.createLoraTrainingClient({
+      baseModel: "tiny",
+      rank: 2,
+      seed: 5,
+    })) as InProcessTrainingClient;
+    const before = tc.policy.tensors.map((t) => Array.from(t.value));
+    const { metrics } = await evaluate(
+      await sampler(tc),
+      dataset(1, 2, () => new ThresholdEnv(), 4),
+      {},
+    );
+    expect(metrics["val/reward/mean"]).toBeGreaterThanOrEqual(0);
+    expect(tc.policy.step).toBe(0);
+    expect(tc.policy.tensors.map((t) => Array.from(t.value))).toEqual(before);
+  });
+
+  it("an environment that throws or returns NaN fails its own trajectory; the rest of the batch trains", async () => {
+    const tc = await service.createLoraTrainingClient({ baseModel: "tiny", rank: 2, seed: 6 });
+    let n = 0;
+    const flaky = (): Env => {
+      const k = n++;
+      if (k === 0)
+        return {
+          initialObservation: async () => {
+            throw new Error("boom");
+          },
+          step: async () => ({ reward: 0, done: true }),
+        };
+      if (k === 1)
+        return {
+          initialObservation: new ThresholdEnv().initialObservation,
+          step: async () => ({ reward: Number.NaN, done: true }),
+        };
+      return new ThresholdEnv();
+    };
+    const sink = new MemorySink();
+    await trainRl({
+      trainingClient: tc,
+      dataset: dataset(1, 1, flaky, 8),
+      lossFn: "importance_sampling",
+      sink,
+      seed: 3,
+    });
+    const record = sink.records[0];
+    expect(record?.["trajectories/failed"]).toBe(2);
+    expect(record?.["policy/version"]).toBe(2); // trained and published a new version
+  });
+
+  it("GRPO on a toy task raises the reward (deterministic run)", async () => {
+    const tc = await service.createLoraTrainingClient({
+      baseModel: "tiny",
+      rank: 8,
+      seed: 7,
+      trainUnembed: true,
+    });
+    const sink = new MemorySink();
+    const history = await trainRl({
+      trainingClient: tc,
+      dataset: dataset(8, 4, () => new ThresholdEnv(), 8),
+      lossFn: "ppo",
+      adam: { learningRate: 5e-2 },
+      advantages: { scaleByStd: true },
+      sink,
+      seed: 11,
+    });
+    const first = history[0]?.["reward/mean"] as number;
+    const last = ((history[6]?.["reward/mean"] as number) + (history[7]?.["reward/mean"] as number)) / 2;
+    expect(last).toBeGreaterThan(first + 0.2);
+    expect(history.every((r) => r["staleness/max"] === 0)).toBe(true);
+  });
+});
+
+function appendTokens(input: ModelInput, tokens: number[]): ModelInput {
+  return modelInputFromTokens([...modelInputTokens(input), ...tokens]);
+}

@@ -1,0 +1,151 @@
+// The RL loop (C10): rollout with the current snapshot → group advantages →
+// datums → forwardBackward → optimStep → saveWeightsForSampler → refresh the
+// sampler at the sync point. Validation runs the same rollout with no loss and
+// no optimizer. Written against the client interfaces, so it runs unchanged
+// with in-process or remote clients.
+import type {
+  AdamParamsInput,
+  LossFnConfig,
+  SamplingClient,
+  SamplingParamsInput,
+  TrainingClient,
+} from "@opentinker/protocol";
+import type { RlDataset } from "../env/types.ts";
+import type { MetricsRecord, MetricsSink } from "../metrics/sink.ts";
+import { rolloutGroups } from "../rollout/rollout.ts";
+import { type TrajectoryGroup, totalReward } from "../rollout/trajectory.ts";
+import { type AdvantageOptions, groupAdvantages } from "./advantages.ts";
+import { type DatumOptions, trajectoryDatums } from "./datums.ts";
+
+export interface StalenessPolicy {
+  /** Trajectories more than this many versions behind the trainer … */
+  maxStaleness: number;
+  /** … are dropped, or kept and importance-corrected by the loss's ratio. */
+  mode: "drop" | "correct";
+}
+
+export interface TrainRlConfig {
+  trainingClient: TrainingClient;
+  dataset: RlDataset;
+  lossFn: "importance_sampling" | "ppo";
+  lossFnConfig?: Partial<LossFnConfig>;
+  adam?: AdamParamsInput;
+  sampling?: Omit<SamplingParamsInput, "stop" | "maxTokens">;
+  advantages?: AdvantageOptions;
+  datums?: DatumOptions;
+  staleness?: StalenessPolicy;
+  validation?: { dataset: RlDataset; every: number };
+  sink?: MetricsSink;
+  maxTurns?: number;
+  /** Seeds every rollout window (the run is then reproducible). */
+  seed?: number;
+}
+
+/**
+ * C4: a trajectory from version v trained at version t has staleness t − v; past
+ * maxStaleness it is dropped, or kept for the loss's importance ratio to correct.
+ */
+export function applyStaleness(
+  trajectoryVersion: number,
+  trainerVersion: number,
+  policy: StalenessPolicy | undefined,
+): { staleness: number; keep: boolean } {
+  const staleness = trainerVersion - trajectoryVersion;
+  const keep = !policy || staleness <= policy.maxStaleness || policy.mode === "correct";
+  return { staleness, keep };
+}
+
+export interface SyncedSampler {
+  client: SamplingClient;
+  version: number;
+}
+
+function rewardStats(groups: TrajectoryGroup[], prefix: string): MetricsRecord {
+  const all = groups.flatMap((g) => g.trajectories);
+  const ok = all.filter((t) => !t.failure).map(totalReward);
+  const mean = ok.length ? ok.reduce((a, b) => a + b, 0) / ok.length : 0;
+  const std = ok.length ? Math.sqrt(ok.reduce((a, r) => a + (r - mean) ** 2, 0) / ok.length) : 0;
+  return {
+    step: 0,
+    [`${prefix}reward/mean`]: mean,
+    [`${prefix}reward/std`]: std,
+    [`${prefix}trajectories/failed`]: all.length - ok.length,
+  };
+}
+
+/** Runs a dataset's episodes with no loss and no optimizer step (validation or deployment). */
+export async function evaluate(
+  sampler: SyncedSampler,
+  dataset: RlDataset,
+  config: Pick<TrainRlConfig, "sampling" | "maxTurns">,
+) {
+  const groups: TrajectoryGroup[] = [];
+  for (let b = 0; b < dataset.batches; b++) {
+    groups.push(
+      ...(await rolloutGroups(dataset.batch(b), sampler.client, {
+        policyVersion: sampler.version,
+        ...(config.sampling ? { sampling: config.sampling } : {}),
+        ...(config.maxTurns ? { maxTurns: config.maxTurns } : {}),
+      })),
+    );
+  }
+  return { groups, metrics: rewardStats(groups, "val/") };
+}
+
+async function publish(tc: TrainingClient): Promise<SyncedSampler> {
+  const saved = await (await tc.saveWeightsForSampler("rl")).result();
+  return { client: await tc.createSamplingClient(saved.handle), version: saved.version };
+}
+
+/** Trains through the whole dataset; returns every step's metrics. */
+export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
+  const tc = config.trainingClient;
+  const history: MetricsRecord[] = [];
+  let sampler = await publish(tc);
+  for (let step = 0; step < config.dataset.batches; step++) {
+    // The whole window uses one snapshot version (C4).
+    const groups = await rolloutGroups(config.dataset.batch(step), sampler.client, {
+      policyVersion: sampler.version,
+      ...(config.seed === undefined ? {} : { seed: config.seed + step * 1_000_003 }),
+      ...(config.sampling ? { sampling: config.sampling } : {}),
+      ...(config.maxTurns ? { maxTurns: config.maxTurns } : {}),
+    });
+    const record: MetricsRecord = { ...rewardStats(groups, ""), step };
+    const trainerVersion = sampler.version;
+    let maxStaleness = 0;
+    let dropped = 0;
+    const datums = groups.flatMap((group) =>
+      groupAdvantages(group, config.advantages).flatMap((scored) => {
+        const { staleness, keep } = applyStaleness(
+          scored.trajectory.policyVersion,
+          trainerVersion,
+          config.staleness,
+        );
+        maxStaleness = Math.max(maxStaleness, staleness);
+        if (!keep) {
+          dropped++;
+          return [];
+        }
+        return trajectoryDatums(scored, config.datums);
+      }),
+    );
+    record["staleness/max"] = maxStaleness;
+    record["trajectories/dropped_stale"] = dropped;
+    record["datums/count"] = datums.length;
+    if (datums.length > 0) {
+      const fb = await tc.forwardBackward(datums, config.lossFn, config.lossFnConfig);
+      const opt = await tc.optimStep(config.adam);
+      for (const [k, v] of Object.entries((await fb.result()).metrics)) record[k.replace(":", "/")] = v;
+      for (const [k, v] of Object.entries((await opt.result()).metrics)) record[k.replace(":", "/")] = v;
+      // Sync point: the next rollout window samples the new snapshot.
+      sampler = await publish(tc);
+    }
+    record["policy/version"] = sampler.version;
+    if (config.validation && (step + 1) % config.validation.every === 0) {
+      Object.assign(record, (await evaluate(sampler, config.validation.dataset, config)).metrics, { step });
+    }
+    config.sink?.write(record);
+    history.push(record);
+  }
+  return history;
+}
