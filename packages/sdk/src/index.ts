@@ -6,3 +6,5 @@ export * from "./rl/datums.ts";
 export * from "./rl/train.ts";
 export * from "./rollout/rollout.ts";
 export * from "./rollout/trajectory.ts";
+export * from "./sft/render.ts";
+export * from "./sft/train.ts";

@@ -8,7 +8,7 @@ import {
   LocalSnapshotStore,
   loadBaseModel,
 } from "@opentinker/engine";
-import { writeTinyModel } from "../../engine/src/testing/tiny-model.ts";
+import { writeTinyModel } from "@opentinker/engine/testing";
 
 export async function tinyService(): Promise<{
   service: InProcessServiceClient;

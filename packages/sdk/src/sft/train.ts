@@ -1,0 +1,44 @@
+// The SFT loop: epochs of batches of datums through forwardBackward with
+// cross-entropy, an optimizer step each batch, metrics to a sink, and a published
+// snapshot at the end.
+import type { AdamParamsInput, Datum, TrainingClient } from "@opentinker/protocol";
+import type { MetricsRecord, MetricsSink } from "../metrics/sink.ts";
+
+export interface TrainSftConfig {
+  trainingClient: TrainingClient;
+  data: Datum[];
+  epochs?: number;
+  batchSize?: number;
+  adam?: AdamParamsInput;
+  /** Datums to report the loss on (forward only) after every epoch. */
+  validation?: Datum[];
+  sink?: MetricsSink;
+}
+
+export async function trainSft(
+  config: TrainSftConfig,
+): Promise<{ history: MetricsRecord[]; handle: string }> {
+  const tc = config.trainingClient;
+  const batchSize = config.batchSize ?? 8;
+  const history: MetricsRecord[] = [];
+  let step = 0;
+  for (let epoch = 0; epoch < (config.epochs ?? 1); epoch++) {
+    for (let start = 0; start < config.data.length; start += batchSize) {
+      // Queued back to back; results are collected after both are accepted.
+      const fb = await tc.forwardBackward(config.data.slice(start, start + batchSize), "cross_entropy");
+      const opt = await tc.optimStep(config.adam);
+      const metrics = { ...(await fb.result()).metrics, ...(await opt.result()).metrics };
+      const record: MetricsRecord = { step, epoch };
+      for (const [k, v] of Object.entries(metrics)) record[k.replace(":", "/")] = v;
+      if (config.validation && start + batchSize >= config.data.length) {
+        const val = await (await tc.forward(config.validation, "cross_entropy")).result();
+        record["val/loss/mean"] = val.metrics["loss:mean"] as number;
+      }
+      config.sink?.write(record);
+      history.push(record);
+      step++;
+    }
+  }
+  const saved = await (await tc.saveWeightsForSampler("sft")).result();
+  return { history, handle: saved.handle };
+}
