@@ -4,13 +4,14 @@ import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import {
   createDb,
+  type DatabaseServer,
   DatabaseUnreachableError,
   describeDatabaseUrl,
   migrate,
   openDatabaseServer,
   seed,
 } from "@opentinker/db";
-import { REPO_ROOT, readStartEnv } from "./env.ts";
+import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService, stopProcess } from "./processes.ts";
 
 const say = (line: string) => console.log(`opentinker: ${line}`);
@@ -34,7 +35,22 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void shutdown(0));
   process.on("SIGTERM", () => void shutdown(0));
+  try {
+    await startServices(env, server, children, { shutdown, stopping: () => stopping });
+  } catch (error) {
+    // Don't leave an embedded cluster (or a child) running behind a failed start.
+    await Promise.all(children.map((child) => stopProcess(child)));
+    await server.stop();
+    throw error;
+  }
+}
 
+async function startServices(
+  env: StartEnv,
+  server: DatabaseServer,
+  children: ChildProcess[],
+  lifecycle: { shutdown: (code: number) => Promise<void>; stopping: () => boolean },
+): Promise<void> {
   const migrated = await migrate(server.url);
   say(
     migrated.applied.length
@@ -71,11 +87,11 @@ async function main(): Promise<void> {
     for (const child of [web, worker]) {
       children.push(child);
       child.once("exit", (code, signal) => {
-        if (stopping) return;
+        if (lifecycle.stopping()) return;
         const reason = `${child === web ? "web" : "worker"} process exited (${signal ?? `code ${code}`})`;
         reject(new Error(reason));
         console.error(`opentinker: ${reason}; stopping`);
-        void shutdown(1);
+        void lifecycle.shutdown(1);
       });
     }
   });

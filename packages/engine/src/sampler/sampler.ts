@@ -55,6 +55,7 @@ interface Completion {
 
 interface Request {
   id: string;
+  settled: boolean;
   seed: number;
   entry: PoolEntry;
   prompt: number[];
@@ -163,6 +164,7 @@ export class Sampler {
       const seed = params.seed ?? Math.floor(Math.random() * 2 ** 31);
       const request: Request = {
         id,
+        settled: false,
         seed,
         entry,
         prompt: [...prompt],
@@ -271,8 +273,10 @@ export class Sampler {
     });
   }
 
-  /** Frees a request's sequences and settles it. */
+  /** Frees a request's sequences and settles it (once; later calls do nothing). */
   private finish(request: Request, error?: Error): void {
+    if (request.settled) return;
+    request.settled = true;
     const at = this.active.indexOf(request);
     if (at >= 0) this.active.splice(at, 1);
     const waitingAt = this.waiting.indexOf(request);
