@@ -1,6 +1,7 @@
 export type { ApiFuture, SamplingClient, ServiceClient, TrainingClient } from "@opentinker/protocol";
 export * from "./env/types.ts";
 export * from "./metrics/sink.ts";
+export * from "./multiagent/index.ts";
 export * from "./rl/advantages.ts";
 export * from "./rl/datums.ts";
 export * from "./rl/train.ts";
