@@ -4,6 +4,7 @@ export * from "./metrics/sink.ts";
 export * from "./multiagent/index.ts";
 export * from "./rl/advantages.ts";
 export * from "./rl/datums.ts";
+export * from "./rl/kl.ts";
 export * from "./rl/train.ts";
 export * from "./rollout/rollout.ts";
 export * from "./rollout/trajectory.ts";

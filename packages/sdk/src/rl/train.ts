@@ -16,6 +16,7 @@ import { rolloutGroups } from "../rollout/rollout.ts";
 import { type TrajectoryGroup, totalReward } from "../rollout/trajectory.ts";
 import { type AdvantageOptions, groupAdvantages } from "./advantages.ts";
 import { type DatumOptions, trajectoryDatums } from "./datums.ts";
+import { applyKlPenalty, type KlPenalty } from "./kl.ts";
 
 export interface StalenessPolicy {
   /** Trajectories more than this many versions behind the trainer … */
@@ -39,6 +40,8 @@ export interface TrainRlConfig {
   maxTurns?: number;
   /** Seeds every rollout window (the run is then reproducible). */
   seed?: number;
+  /** Penalise divergence from a reference policy (folded into the advantages). */
+  klPenalty?: KlPenalty;
 }
 
 /**
@@ -132,6 +135,8 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
     record["staleness/max"] = maxStaleness;
     record["trajectories/dropped_stale"] = dropped;
     record["datums/count"] = datums.length;
+    if (config.klPenalty && datums.length > 0)
+      record["kl/mean"] = await applyKlPenalty(datums, config.klPenalty);
     if (datums.length > 0) {
       const fb = await tc.forwardBackward(datums, config.lossFn, config.lossFnConfig);
       const opt = await tc.optimStep(config.adam);
