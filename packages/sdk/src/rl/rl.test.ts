@@ -8,7 +8,7 @@ import type { Trajectory } from "../rollout/trajectory.ts";
 import { tinyService } from "../test-fixtures.ts";
 import { groupAdvantages } from "./advantages.ts";
 import { trajectoryDatums } from "./datums.ts";
-import { applyStaleness, evaluate, trainRl } from "./train.ts";
+import { applyStaleness, evaluate, trainOnGroups, trainRl } from "./train.ts";
 
 let service: InProcessServiceClient;
 let cleanup: () => Promise<void>;
@@ -82,6 +82,29 @@ describe("rollout and datums", () => {
         expect(Math.abs(lp - (own[i] as number))).toBeLessThan(1e-4);
       });
     }
+  });
+
+  it("end to end: a two-turn rollout gives one datum with both turns' actions on the mask and the reward on turn 2", async () => {
+    const tc = (await service.createLoraTrainingClient({
+      baseModel: "tiny",
+      rank: 2,
+    })) as InProcessTrainingClient;
+    const s = await sampler(tc);
+    const t = await rolloutEnv(new TwoTurnEnv(), s.client, { policyVersion: s.version, seed: 9 });
+    const [scored] = groupAdvantages(
+      { trajectories: [t] },
+      { centre: false, dropConstantGroups: false, perTurnDiscount: 0 },
+    );
+    const datums = trajectoryDatums(scored as NonNullable<typeof scored>);
+    expect(datums).toHaveLength(1);
+    const d = datums[0] as (typeof datums)[number];
+    // Targets: prompt[1..], turn-1 action (2), observation [100, 101], turn-2 action (2).
+    expect(lossInput(d, "mask")).toEqual([0, 0, 0, 1, 1, 0, 0, 1, 1]);
+    expect(lossInput(d, "advantages")).toEqual([0, 0, 0, 0, 0, 0, 0, 5, 5]);
+    const targets = lossInput(d, "targetTokens");
+    expect(targets.slice(3, 5)).toEqual(t.transitions[0]?.actionTokens);
+    expect(targets.slice(5, 7)).toEqual([100, 101]);
+    expect(targets.slice(7)).toEqual(t.transitions[1]?.actionTokens);
   });
 
   it("a reward on one turn lands only on that turn's action tokens; observations are masked", async () => {
@@ -180,6 +203,46 @@ describe("rollout and datums", () => {
 });
 
 describe("the RL loop", () => {
+  it("trajectories from version v trained at v+k: dropped past maxStaleness, or kept and corrected; k is recorded", async () => {
+    const tc = (await service.createLoraTrainingClient({
+      baseModel: "tiny",
+      rank: 2,
+      seed: 8,
+    })) as InProcessTrainingClient;
+    const s = await sampler(tc);
+    const group = {
+      trajectories: await Promise.all(
+        [0, 1, 2, 3].map((i) =>
+          rolloutEnv(new ThresholdEnv(60), s.client, { policyVersion: s.version, seed: 40 + i }),
+        ),
+      ),
+    };
+    expect(new Set(group.trajectories.map((t) => t.transitions[0]?.reward)).size).toBe(2); // a mixed group
+    const k = 3;
+    const base = {
+      trainingClient: tc,
+      dataset: dataset(0, 0, () => new ThresholdEnv()),
+      lossFn: "importance_sampling" as const,
+    };
+    const dropped = await trainOnGroups(
+      { ...base, staleness: { maxStaleness: 2, mode: "drop" } },
+      [group],
+      s.version + k,
+    );
+    expect(dropped.record["staleness/max"]).toBe(k);
+    expect(dropped.record["trajectories/dropped_stale"]).toBe(4);
+    expect(dropped.trained).toBe(false);
+    expect(tc.policy.step).toBe(0);
+    const corrected = await trainOnGroups(
+      { ...base, staleness: { maxStaleness: 2, mode: "correct" } },
+      [group],
+      s.version + k,
+    );
+    expect(corrected.record["staleness/max"]).toBe(k);
+    expect(corrected.trained).toBe(true);
+    expect(tc.policy.step).toBe(1);
+  });
+
   it("validation runs the same workflow with no loss and no optimizer step", async () => {
     const tc = (await service.createLoraTrainingClient({
       baseModel: "tiny",
@@ -223,10 +286,12 @@ describe("the RL loop", () => {
       lossFn: "importance_sampling",
       sink,
       seed: 3,
+      checkpointEvery: 1,
     });
     const record = sink.records[0];
     expect(record?.["trajectories/failed"]).toBe(2);
     expect(record?.["policy/version"]).toBe(2); // trained and published a new version
+    expect(record?.["checkpoint/saved"]).toBe(1);
   });
 
   it("GRPO on a toy task raises the reward (deterministic run)", async () => {

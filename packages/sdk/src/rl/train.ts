@@ -42,6 +42,8 @@ export interface TrainRlConfig {
   seed?: number;
   /** Penalise divergence from a reference policy (folded into the advantages). */
   klPenalty?: KlPenalty;
+  /** Save the training state (weights, AdamW moments, step) every this many steps. */
+  checkpointEvery?: number;
 }
 
 /**
@@ -100,6 +102,47 @@ async function publish(tc: TrainingClient): Promise<SyncedSampler> {
   return { client: await tc.createSamplingClient(saved.handle), version: saved.version };
 }
 
+/**
+ * One training step on rollout groups: advantages, the staleness rule against
+ * `trainerVersion`, datums, forwardBackward and optimStep. Returns the step's
+ * metrics and whether anything was trained.
+ */
+export async function trainOnGroups(
+  config: TrainRlConfig,
+  groups: TrajectoryGroup[],
+  trainerVersion: number,
+): Promise<{ record: MetricsRecord; trained: boolean }> {
+  const tc = config.trainingClient;
+  const record: MetricsRecord = { ...rewardStats(groups, "") };
+  let maxStaleness = 0;
+  let dropped = 0;
+  const datums = groups.flatMap((group) =>
+    groupAdvantages(group, config.advantages).flatMap((scored) => {
+      const { staleness, keep } = applyStaleness(
+        scored.trajectory.policyVersion,
+        trainerVersion,
+        config.staleness,
+      );
+      maxStaleness = Math.max(maxStaleness, staleness);
+      if (!keep) {
+        dropped++;
+        return [];
+      }
+      return trajectoryDatums(scored, config.datums);
+    }),
+  );
+  record["staleness/max"] = maxStaleness;
+  record["trajectories/dropped_stale"] = dropped;
+  record["datums/count"] = datums.length;
+  if (datums.length === 0) return { record, trained: false };
+  if (config.klPenalty) record["kl/mean"] = await applyKlPenalty(datums, config.klPenalty);
+  const fb = await tc.forwardBackward(datums, config.lossFn, config.lossFnConfig);
+  const opt = await tc.optimStep(config.adam);
+  for (const [k, v] of Object.entries((await fb.result()).metrics)) record[k.replace(":", "/")] = v;
+  for (const [k, v] of Object.entries((await opt.result()).metrics)) record[k.replace(":", "/")] = v;
+  return { record, trained: true };
+}
+
 /** Trains through the whole dataset; returns every step's metrics. */
 export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
   const tc = config.trainingClient;
@@ -113,39 +156,15 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
       ...(config.sampling ? { sampling: config.sampling } : {}),
       ...(config.maxTurns ? { maxTurns: config.maxTurns } : {}),
     });
-    const record: MetricsRecord = { ...rewardStats(groups, ""), step };
-    const trainerVersion = sampler.version;
-    let maxStaleness = 0;
-    let dropped = 0;
-    const datums = groups.flatMap((group) =>
-      groupAdvantages(group, config.advantages).flatMap((scored) => {
-        const { staleness, keep } = applyStaleness(
-          scored.trajectory.policyVersion,
-          trainerVersion,
-          config.staleness,
-        );
-        maxStaleness = Math.max(maxStaleness, staleness);
-        if (!keep) {
-          dropped++;
-          return [];
-        }
-        return trajectoryDatums(scored, config.datums);
-      }),
-    );
-    record["staleness/max"] = maxStaleness;
-    record["trajectories/dropped_stale"] = dropped;
-    record["datums/count"] = datums.length;
-    if (config.klPenalty && datums.length > 0)
-      record["kl/mean"] = await applyKlPenalty(datums, config.klPenalty);
-    if (datums.length > 0) {
-      const fb = await tc.forwardBackward(datums, config.lossFn, config.lossFnConfig);
-      const opt = await tc.optimStep(config.adam);
-      for (const [k, v] of Object.entries((await fb.result()).metrics)) record[k.replace(":", "/")] = v;
-      for (const [k, v] of Object.entries((await opt.result()).metrics)) record[k.replace(":", "/")] = v;
-      // Sync point: the next rollout window samples the new snapshot.
-      sampler = await publish(tc);
-    }
+    const { record, trained } = await trainOnGroups(config, groups, sampler.version);
+    record.step = step;
+    // Sync point: the next rollout window samples the new snapshot.
+    if (trained) sampler = await publish(tc);
     record["policy/version"] = sampler.version;
+    if (config.checkpointEvery && (step + 1) % config.checkpointEvery === 0) {
+      await (await tc.saveState(`rl-step-${step + 1}`)).result();
+      record["checkpoint/saved"] = 1;
+    }
     if (config.validation && (step + 1) % config.validation.every === 0) {
       Object.assign(record, (await evaluate(sampler, config.validation.dataset, config)).metrics, { step });
     }
