@@ -66,7 +66,10 @@ try {
     lossFn: "ppo",
     adam: { learningRate: 5e-2 },
     advantages: { scaleByStd: true },
-    sink: fanOut(new ConsoleSink(["reward/mean", "loss/sum", "policy/version"]), new JsonlSink(metricsFile)),
+    sink: fanOut(
+      new ConsoleSink({ keys: ["reward/mean", "loss/sum", "policy/version"], total: Number(values.steps) }),
+      new JsonlSink(metricsFile),
+    ),
     seed: 11,
   });
   const first = history[0]?.["reward/mean"] ?? 0;

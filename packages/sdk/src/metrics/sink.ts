@@ -1,6 +1,7 @@
 // Where loop metrics go: a JSONL file, the console, or (later) the database.
 import { appendFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
+import { SingleBar } from "cli-progress";
 
 export interface MetricsRecord {
   step: number;
@@ -21,15 +22,48 @@ export class JsonlSink implements MetricsSink {
   }
 }
 
-/** A one-line summary per step on stderr. */
+export interface ConsoleSinkOptions {
+  /** Metrics to show, in order. */
+  keys?: string[];
+  /** Steps in the run: with it, a progress bar; without, one line per step. */
+  total?: number;
+  stream?: NodeJS.WritableStream;
+}
+
+/** Progress on stderr: a bar with the latest metrics, or a line per step. */
 export class ConsoleSink implements MetricsSink {
-  constructor(private readonly keys: string[] = ["reward/mean", "loss/sum", "val/reward/mean"]) {}
+  private readonly keys: string[];
+  private readonly bar: SingleBar | null;
+  private readonly stream: NodeJS.WritableStream;
+
+  constructor(options: ConsoleSinkOptions = {}) {
+    this.keys = options.keys ?? ["reward/mean", "loss/sum", "val/reward/mean"];
+    this.stream = options.stream ?? process.stderr;
+    this.bar = options.total
+      ? new SingleBar({
+          format: "[{bar}] {value}/{total} steps | {metrics}",
+          stream: this.stream,
+          noTTYOutput: true,
+          notTTYSchedule: 0,
+        })
+      : null;
+    this.bar?.start(options.total ?? 0, 0, { metrics: "" });
+  }
+
+  private summary(record: MetricsRecord): string {
+    return this.keys
+      .filter((k) => record[k] !== undefined)
+      .map((k) => `${k} ${(record[k] as number).toFixed(4)}`)
+      .join("  ");
+  }
 
   write(record: MetricsRecord): void {
-    const parts = this.keys
-      .filter((k) => record[k] !== undefined)
-      .map((k) => `${k} ${(record[k] as number).toFixed(4)}`);
-    process.stderr.write(`step ${record.step}  ${parts.join("  ")}\n`);
+    if (!this.bar) {
+      this.stream.write(`step ${record.step}  ${this.summary(record)}\n`);
+      return;
+    }
+    this.bar.update(record.step + 1, { metrics: this.summary(record) });
+    if (record.step + 1 >= this.bar.getTotal()) this.bar.stop();
   }
 }
 
