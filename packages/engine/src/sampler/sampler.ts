@@ -422,7 +422,9 @@ export class Sampler {
     const groups = new Map<string, Row[]>();
     for (const row of rows) {
       const key = row.request.entry.kind === "full" ? row.request.entry.key : BASE_KEY;
-      groups.set(key, [...(groups.get(key) ?? []), row]);
+      const group = groups.get(key);
+      if (group) group.push(row);
+      else groups.set(key, [row]);
     }
     for (const group of groups.values()) this.runGroup(group);
     for (const row of rows) {
