@@ -1,0 +1,118 @@
+// `guess-number`: multi-turn, text. The model guesses a secret in [1, max]; the
+// environment answers "higher" or "lower"; finding it in fewer turns earns more
+// (1 on the first guess, down to 1/maxTurns on the last). The next observation
+// is the previous context, the model's exact action tokens and the feedback, so
+// every turn extends the context and a whole episode trains as one sequence.
+import { appendTokens, type ModelInput } from "@opentinker/protocol";
+import type {
+  ChatRenderer,
+  Env,
+  EnvGroupBuilder,
+  RendererTokenizer,
+  RlDataset,
+  StepResult,
+} from "@opentinker/sdk";
+import { drawFromSplit, type Split, seededRandom } from "./split.ts";
+import { DEFAULT_FORMAT_PENALTY, parseInteger, rendererFor, type TextEnvOptions } from "./text-env.ts";
+
+export interface GuessTask {
+  secret: number;
+  max: number;
+}
+
+export interface GuessOptions extends TextEnvOptions {
+  maxTurns?: number;
+}
+
+export class GuessNumberEnv implements Env {
+  private readonly renderer: ChatRenderer;
+  private context: ModelInput | null = null;
+  private turns = 0;
+
+  constructor(
+    readonly task: GuessTask,
+    private readonly tokenizer: RendererTokenizer,
+    private readonly options: GuessOptions = {},
+  ) {
+    this.renderer = rendererFor(tokenizer, options);
+  }
+
+  get maxTurns(): number {
+    return this.options.maxTurns ?? 6;
+  }
+
+  async initialObservation() {
+    const content = `I picked a number from 1 to ${this.task.max}. Guess it; reply with the number only.`;
+    this.context = this.renderer.prompt([{ role: "user", content }]);
+    return { observation: this.context, stop: this.renderer.stop() };
+  }
+
+  async step(action: number[]): Promise<StepResult> {
+    this.turns++;
+    const guess = parseInteger(this.renderer, action);
+    if (guess === null) {
+      return {
+        reward: this.options.formatPenalty ?? DEFAULT_FORMAT_PENALTY,
+        done: true,
+        metrics: { "format/malformed": 1, found: 0 },
+      };
+    }
+    if (guess === this.task.secret) {
+      return {
+        reward: (this.maxTurns - this.turns + 1) / this.maxTurns,
+        done: true,
+        metrics: { "format/malformed": 0, found: 1, turns: this.turns },
+      };
+    }
+    if (this.turns >= this.maxTurns)
+      return { reward: 0, done: true, metrics: { "format/malformed": 0, found: 0, turns: this.turns } };
+    return {
+      reward: 0,
+      done: false,
+      nextObservation: this.feedback(action, guess < this.task.secret ? "higher" : "lower"),
+    };
+  }
+
+  /** The context, then the action exactly as generated, then the user's feedback turn. */
+  private feedback(action: number[], word: string): ModelInput {
+    const text = `\n<|im_start|>user\n${word}<|im_end|>\n<|im_start|>assistant\n`;
+    this.context = appendTokens(
+      appendTokens(this.context as ModelInput, action),
+      this.tokenizer.encode(text, { addSpecialTokens: false }),
+    );
+    return this.context;
+  }
+}
+
+export interface GuessDatasetOptions extends GuessOptions {
+  tokenizer: RendererTokenizer;
+  split: Split;
+  seed: number;
+  batches: number;
+  groupsPerBatch: number;
+  groupSize: number;
+  max?: number;
+}
+
+export function guessNumberDataset(o: GuessDatasetOptions): RlDataset {
+  const max = o.max ?? 16;
+  return {
+    batches: o.batches,
+    batch(index: number): EnvGroupBuilder[] {
+      const random = seededRandom(o.seed * 1_000_003 + index);
+      return Array.from({ length: o.groupsPerBatch }, () => {
+        const task = drawFromSplit(
+          random,
+          o.split,
+          (r) => ({ secret: 1 + Math.floor(r() * max), max }),
+          (t) => `${t.secret}/${t.max}`,
+        );
+        return {
+          tag: "guess-number",
+          makeEnvs: async () =>
+            Array.from({ length: o.groupSize }, () => new GuessNumberEnv(task, o.tokenizer, o)),
+        };
+      });
+    },
+  };
+}
