@@ -82,13 +82,14 @@ function rewardStats(groups: TrajectoryGroup[], prefix: string): MetricsRecord {
 export async function evaluate(
   sampler: SyncedSampler,
   dataset: RlDataset,
-  config: Pick<TrainRlConfig, "sampling" | "maxTurns">,
+  config: Pick<TrainRlConfig, "sampling" | "maxTurns" | "seed">,
 ) {
   const groups: TrajectoryGroup[] = [];
   for (let b = 0; b < dataset.batches; b++) {
     groups.push(
       ...(await rolloutGroups(dataset.batch(b), sampler.client, {
         policyVersion: sampler.version,
+        ...(config.seed === undefined ? {} : { seed: config.seed + b * 1_000_003 }),
         ...(config.sampling ? { sampling: config.sampling } : {}),
         ...(config.maxTurns ? { maxTurns: config.maxTurns } : {}),
       })),
