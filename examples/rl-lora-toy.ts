@@ -8,13 +8,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import {
-  InMemorySnapshotRegistry,
-  InProcessServiceClient,
-  LocalSnapshotStore,
-  loadBaseModel,
-} from "@opentinker/engine";
-import { writeTinyModel } from "@opentinker/engine/testing";
+import { InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
+import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import { modelInputFromTokens } from "@opentinker/protocol";
 import { ConsoleSink, type Env, type EnvGroupBuilder, fanOut, JsonlSink, trainRl } from "@opentinker/sdk";
 
@@ -35,23 +30,10 @@ try {
   let modelDir = values.model;
   if (!modelDir) {
     modelDir = path.join(work, "model");
-    await writeTinyModel(modelDir, {
-      hiddenSize: 32,
-      numLayers: 1,
-      numHeads: 2,
-      numKvHeads: 1,
-      intermediateSize: 32,
-      scale: 0.2,
-      seed: 2,
-    });
+    await writeTinyModel(modelDir, { ...TINY_MODEL, seed: 2 });
   }
   const base = await loadBaseModel(modelDir, "toy");
-  const service = new InProcessServiceClient({
-    baseModels: new Map([["toy", base]]),
-    store: new LocalSnapshotStore(path.join(work, "snapshots")),
-    registry: new InMemorySnapshotRegistry(),
-    team: "example",
-  });
+  const service = InProcessServiceClient.local([base], path.join(work, "snapshots"), "example");
   const trainingClient = await service.createLoraTrainingClient({
     baseModel: "toy",
     rank: 8,

@@ -108,7 +108,8 @@ describe("npm start", () => {
       interrupt(first);
     }
     expect([0, "SIGINT"]).toContain(await first.exit);
-    expect(first.output()).toContain("worker: SIGINT, draining");
+    // Ctrl-C reaches the worker directly and through the start script's SIGTERM; either may land first.
+    expect(first.output()).toMatch(/worker: SIG(INT|TERM), draining/);
     expect(first.output()).not.toMatch(/failed|exited \(/);
     expect(existsSync(path.join(dataDir, "pg", "postmaster.pid"))).toBe(false);
 

@@ -1,12 +1,14 @@
 // `arithmetic`: single turn, text. "What is 17 + 25?" → the number; exact match.
-import type { Env, EnvGroupBuilder, RendererTokenizer, RlDataset, StepResult } from "@opentinker/sdk";
-import { drawFromSplit, type Split, seededRandom } from "./split.ts";
+import type { Env, RendererTokenizer, RlDataset, StepResult } from "@opentinker/sdk";
 import {
-  DEFAULT_FORMAT_PENALTY,
+  malformed,
   type Prompted,
   parseInteger,
   rendererFor,
+  scored,
+  type TaskDatasetOptions,
   type TextEnvOptions,
+  taskDataset,
 } from "./text-env.ts";
 
 export interface ArithmeticTask {
@@ -47,43 +49,20 @@ export class ArithmeticEnv implements Env {
 
   async step(action: number[]): Promise<StepResult> {
     const answer = parseInteger(this.renderer, action);
-    if (answer === null) {
-      return {
-        reward: this.options.formatPenalty ?? DEFAULT_FORMAT_PENALTY,
-        done: true,
-        metrics: { "format/malformed": 1 },
-      };
-    }
-    const correct = answer === this.task.answer ? 1 : 0;
-    return { reward: correct, done: true, metrics: { "format/malformed": 0, correct } };
+    return answer === null ? malformed(this.options) : scored(answer === this.task.answer);
   }
 }
 
-export interface ArithmeticDatasetOptions extends TextEnvOptions {
-  tokenizer: RendererTokenizer;
-  split: Split;
-  seed: number;
-  batches: number;
-  groupsPerBatch: number;
-  /** Attempts per task (GRPO group size). */
-  groupSize: number;
+export interface ArithmeticDatasetOptions extends TextEnvOptions, TaskDatasetOptions {
   maxOperand?: number;
 }
 
 /** Deterministic batches of groups, each group one task tried `groupSize` times. */
 export function arithmeticDataset(o: ArithmeticDatasetOptions): RlDataset {
-  return {
-    batches: o.batches,
-    batch(index: number): EnvGroupBuilder[] {
-      const random = seededRandom(o.seed * 1_000_003 + index);
-      return Array.from({ length: o.groupsPerBatch }, () => {
-        const task = drawFromSplit(random, o.split, (r) => arithmeticTask(r, o.maxOperand), arithmeticKey);
-        return {
-          tag: "arithmetic",
-          makeEnvs: async () =>
-            Array.from({ length: o.groupSize }, () => new ArithmeticEnv(task, o.tokenizer, o)),
-        };
-      });
-    },
-  };
+  return taskDataset(o, {
+    tag: "arithmetic",
+    draw: (r) => arithmeticTask(r, o.maxOperand),
+    key: arithmeticKey,
+    makeEnv: (task) => new ArithmeticEnv(task, o.tokenizer, o),
+  });
 }

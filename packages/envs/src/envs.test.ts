@@ -1,13 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  InMemorySnapshotRegistry,
-  InProcessServiceClient,
-  LocalSnapshotStore,
-  loadBaseModel,
-} from "@opentinker/engine";
-import { writeTinyModel } from "@opentinker/engine/testing";
+import { InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
+import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import { modelInputTokens } from "@opentinker/protocol";
 import { MemorySink, type RendererTokenizer, rolloutGroups, trainRl } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,23 +18,13 @@ let end: number;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "ot-envs-"));
-  await writeTinyModel(path.join(dir, "model"), {
-    hiddenSize: 32,
-    numLayers: 1,
-    numHeads: 2,
-    numKvHeads: 1,
-    intermediateSize: 32,
-    scale: 0.2,
-  });
+  await writeTinyModel(path.join(dir, "model"), TINY_MODEL);
   const base = await loadBaseModel(path.join(dir, "model"), "tiny");
   tokenizer = base.tokenizer as RendererTokenizer;
   end = tokenizer.tokenId("<|im_end|>") as number;
-  service = new InProcessServiceClient({
-    baseModels: new Map([["tiny", base]]),
-    store: new LocalSnapshotStore(path.join(dir, "store")),
-    registry: new InMemorySnapshotRegistry(),
-    team: "envs",
-    sampler: { kvCacheBytes: 8 << 20, blockSize: 8 },
+  service = InProcessServiceClient.local([base], path.join(dir, "store"), "envs", {
+    kvCacheBytes: 8 << 20,
+    blockSize: 8,
   });
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));

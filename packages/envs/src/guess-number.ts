@@ -4,16 +4,15 @@
 // is the previous context, the model's exact action tokens and the feedback, so
 // every turn extends the context and a whole episode trains as one sequence.
 import { appendTokens, type ModelInput } from "@opentinker/protocol";
-import type {
-  ChatRenderer,
-  Env,
-  EnvGroupBuilder,
-  RendererTokenizer,
-  RlDataset,
-  StepResult,
-} from "@opentinker/sdk";
-import { drawFromSplit, type Split, seededRandom } from "./split.ts";
-import { DEFAULT_FORMAT_PENALTY, parseInteger, rendererFor, type TextEnvOptions } from "./text-env.ts";
+import type { ChatRenderer, Env, RendererTokenizer, RlDataset, StepResult } from "@opentinker/sdk";
+import {
+  malformed,
+  parseInteger,
+  rendererFor,
+  type TaskDatasetOptions,
+  type TextEnvOptions,
+  taskDataset,
+} from "./text-env.ts";
 
 export interface GuessTask {
   secret: number;
@@ -50,13 +49,7 @@ export class GuessNumberEnv implements Env {
   async step(action: number[]): Promise<StepResult> {
     this.turns++;
     const guess = parseInteger(this.renderer, action);
-    if (guess === null) {
-      return {
-        reward: this.options.formatPenalty ?? DEFAULT_FORMAT_PENALTY,
-        done: true,
-        metrics: { "format/malformed": 1, found: 0 },
-      };
-    }
+    if (guess === null) return malformed(this.options, { found: 0 });
     if (guess === this.task.secret) {
       return {
         reward: (this.maxTurns - this.turns + 1) / this.maxTurns,
@@ -84,35 +77,16 @@ export class GuessNumberEnv implements Env {
   }
 }
 
-export interface GuessDatasetOptions extends GuessOptions {
-  tokenizer: RendererTokenizer;
-  split: Split;
-  seed: number;
-  batches: number;
-  groupsPerBatch: number;
-  groupSize: number;
+export interface GuessDatasetOptions extends GuessOptions, TaskDatasetOptions {
   max?: number;
 }
 
 export function guessNumberDataset(o: GuessDatasetOptions): RlDataset {
   const max = o.max ?? 16;
-  return {
-    batches: o.batches,
-    batch(index: number): EnvGroupBuilder[] {
-      const random = seededRandom(o.seed * 1_000_003 + index);
-      return Array.from({ length: o.groupsPerBatch }, () => {
-        const task = drawFromSplit(
-          random,
-          o.split,
-          (r) => ({ secret: 1 + Math.floor(r() * max), max }),
-          (t) => `${t.secret}/${t.max}`,
-        );
-        return {
-          tag: "guess-number",
-          makeEnvs: async () =>
-            Array.from({ length: o.groupSize }, () => new GuessNumberEnv(task, o.tokenizer, o)),
-        };
-      });
-    },
-  };
+  return taskDataset(o, {
+    tag: "guess-number",
+    draw: (r) => ({ secret: 1 + Math.floor(r() * max), max }),
+    key: (t) => `${t.secret}/${t.max}`,
+    makeEnv: (task) => new GuessNumberEnv(task, o.tokenizer, o),
+  });
 }

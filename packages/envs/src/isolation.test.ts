@@ -6,13 +6,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import {
   type BaseModel,
-  InMemorySnapshotRegistry,
   InProcessServiceClient,
   type InProcessTrainingClient,
-  LocalSnapshotStore,
   loadBaseModel,
 } from "@opentinker/engine";
-import { writeTinyModel } from "@opentinker/engine/testing";
+import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import { type RendererTokenizer, trainRl } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { arithmeticDataset } from "./arithmetic.ts";
@@ -22,25 +20,15 @@ let dir: string;
 let base: BaseModel;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "ot-isolation-"));
-  await writeTinyModel(path.join(dir, "model"), {
-    hiddenSize: 32,
-    numLayers: 1,
-    numHeads: 2,
-    numKvHeads: 1,
-    intermediateSize: 32,
-    scale: 0.2,
-  });
+  await writeTinyModel(path.join(dir, "model"), TINY_MODEL);
   base = await loadBaseModel(path.join(dir, "model"), "tiny");
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 function service(name: string): InProcessServiceClient {
-  return new InProcessServiceClient({
-    baseModels: new Map([["tiny", base]]),
-    store: new LocalSnapshotStore(path.join(dir, name)),
-    registry: new InMemorySnapshotRegistry(),
-    team: "isolation",
-    sampler: { kvCacheBytes: 8 << 20, blockSize: 8 },
+  return InProcessServiceClient.local([base], path.join(dir, name), "isolation", {
+    kvCacheBytes: 8 << 20,
+    blockSize: 8,
   });
 }
 

@@ -2,17 +2,16 @@
 // image chunk with PNG bytes) and a question: name the shape, or count the
 // objects. Exact-match reward; malformed answers get the format penalty.
 import type { ModelInput } from "@opentinker/protocol";
-import type {
-  ChatRenderer,
-  Env,
-  EnvGroupBuilder,
-  RendererTokenizer,
-  RlDataset,
-  StepResult,
-} from "@opentinker/sdk";
+import type { ChatRenderer, Env, RendererTokenizer, RlDataset, StepResult } from "@opentinker/sdk";
 import { drawShapes, type PlacedShape, SHAPE_KINDS, type ShapeKind } from "./shapes-image.ts";
-import { drawFromSplit, type Split, seededRandom } from "./split.ts";
-import { DEFAULT_FORMAT_PENALTY, rendererFor, type TextEnvOptions } from "./text-env.ts";
+import {
+  malformed,
+  rendererFor,
+  scored,
+  type TaskDatasetOptions,
+  type TextEnvOptions,
+  taskDataset,
+} from "./text-env.ts";
 
 export interface ShapesTask {
   question: "name" | "count";
@@ -61,7 +60,7 @@ export class ShapesEnv implements Env {
 
   constructor(
     readonly task: ShapesTask,
-    private readonly tokenizer: RendererTokenizer,
+    tokenizer: RendererTokenizer,
     private readonly options: ShapesOptions = {},
   ) {
     this.renderer = rendererFor(tokenizer, options);
@@ -95,40 +94,17 @@ export class ShapesEnv implements Env {
     const wellFormed =
       complete &&
       (this.task.question === "name" ? SHAPE_KINDS.includes(answer as ShapeKind) : /^\d+$/.test(answer));
-    if (!wellFormed) {
-      return {
-        reward: this.options.formatPenalty ?? DEFAULT_FORMAT_PENALTY,
-        done: true,
-        metrics: { "format/malformed": 1 },
-      };
-    }
-    const correct = answer === this.task.answer ? 1 : 0;
-    return { reward: correct, done: true, metrics: { "format/malformed": 0, correct } };
+    return wellFormed ? scored(answer === this.task.answer) : malformed(this.options);
   }
 }
 
-export interface ShapesDatasetOptions extends ShapesOptions {
-  tokenizer: RendererTokenizer;
-  split: Split;
-  seed: number;
-  batches: number;
-  groupsPerBatch: number;
-  groupSize: number;
-}
+export interface ShapesDatasetOptions extends ShapesOptions, TaskDatasetOptions {}
 
 export function shapesDataset(o: ShapesDatasetOptions): RlDataset {
-  return {
-    batches: o.batches,
-    batch(index: number): EnvGroupBuilder[] {
-      const random = seededRandom(o.seed * 1_000_003 + index);
-      return Array.from({ length: o.groupsPerBatch }, () => {
-        const task = drawFromSplit(random, o.split, (r) => shapesTask(r, o.size), taskKey);
-        return {
-          tag: "shapes",
-          makeEnvs: async () =>
-            Array.from({ length: o.groupSize }, () => new ShapesEnv(task, o.tokenizer, o)),
-        };
-      });
-    },
-  };
+  return taskDataset(o, {
+    tag: "shapes",
+    draw: (r) => shapesTask(r, o.size),
+    key: taskKey,
+    makeEnv: (task) => new ShapesEnv(task, o.tokenizer, o),
+  });
 }

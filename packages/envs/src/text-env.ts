@@ -1,7 +1,16 @@
 // What the text environments share: a chat renderer for prompts and parsing,
 // and the format penalty for an action that is not a well-formed answer.
 import type { ModelInput } from "@opentinker/protocol";
-import { ChatRenderer, type RendererTokenizer, type StopCondition } from "@opentinker/sdk";
+import {
+  ChatRenderer,
+  type Env,
+  type EnvGroupBuilder,
+  type RendererTokenizer,
+  type RlDataset,
+  type StepResult,
+  type StopCondition,
+} from "@opentinker/sdk";
+import { drawFromSplit, type Split, seededRandom } from "./split.ts";
 
 export interface TextEnvOptions {
   /** Reward for a malformed action (no end of turn, or not a number). */
@@ -26,4 +35,55 @@ export function parseInteger(renderer: ChatRenderer, action: readonly number[]):
 export interface Prompted {
   observation: ModelInput;
   stop: StopCondition;
+}
+
+/** The end of an episode whose action was malformed: the format penalty. */
+export function malformed(options: TextEnvOptions, metrics: Record<string, number> = {}): StepResult {
+  return {
+    reward: options.formatPenalty ?? DEFAULT_FORMAT_PENALTY,
+    done: true,
+    metrics: { "format/malformed": 1, ...metrics },
+  };
+}
+
+/** The end of a single-turn episode with a well-formed answer: 1 if correct, else 0. */
+export function scored(correct: boolean): StepResult {
+  const value = correct ? 1 : 0;
+  return { reward: value, done: true, metrics: { "format/malformed": 0, correct: value } };
+}
+
+/** Options every task dataset shares. */
+export interface TaskDatasetOptions {
+  tokenizer: RendererTokenizer;
+  split: Split;
+  seed: number;
+  batches: number;
+  groupsPerBatch: number;
+  /** Attempts per task (GRPO group size). */
+  groupSize: number;
+}
+
+export interface TaskSource<Task> {
+  tag: string;
+  draw: (random: () => number) => Task;
+  /** A task's identity, which decides its split. */
+  key: (task: Task) => string;
+  makeEnv: (task: Task) => Env;
+}
+
+/** Deterministic batches of groups, each group one task of the split tried `groupSize` times. */
+export function taskDataset<Task>(o: TaskDatasetOptions, source: TaskSource<Task>): RlDataset {
+  return {
+    batches: o.batches,
+    batch(index: number): EnvGroupBuilder[] {
+      const random = seededRandom(o.seed * 1_000_003 + index);
+      return Array.from({ length: o.groupsPerBatch }, () => {
+        const task = drawFromSplit(random, o.split, source.draw, source.key);
+        return {
+          tag: source.tag,
+          makeEnvs: async () => Array.from({ length: o.groupSize }, () => source.makeEnv(task)),
+        };
+      });
+    },
+  };
 }

@@ -4,9 +4,7 @@ import path from "node:path";
 import { buildSftDatum, modelInputFromTokens } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
-import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
-import { LocalSnapshotStore } from "../snapshots/store.ts";
-import { writeTinyModel } from "../testing/tiny-model.ts";
+import { TINY_MODEL, writeTinyModel } from "../testing/tiny-model.ts";
 import { OrderedQueue } from "./futures.ts";
 import { InProcessServiceClient } from "./in-process.ts";
 
@@ -16,21 +14,11 @@ let service: InProcessServiceClient;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "ot-clients-"));
-  await writeTinyModel(path.join(dir, "model"), {
-    hiddenSize: 32,
-    numLayers: 1,
-    numHeads: 2,
-    numKvHeads: 1,
-    intermediateSize: 32,
-    scale: 0.2,
-  });
+  await writeTinyModel(path.join(dir, "model"), TINY_MODEL);
   base = await loadBaseModel(path.join(dir, "model"), "tiny");
-  service = new InProcessServiceClient({
-    baseModels: new Map([["tiny", base]]),
-    store: new LocalSnapshotStore(path.join(dir, "store")),
-    registry: new InMemorySnapshotRegistry(),
-    team: "demo",
-    sampler: { kvCacheBytes: 4 << 20, blockSize: 4 },
+  service = InProcessServiceClient.local([base], path.join(dir, "store"), "demo", {
+    kvCacheBytes: 4 << 20,
+    blockSize: 4,
   });
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));

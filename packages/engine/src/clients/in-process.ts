@@ -26,8 +26,8 @@ import type { Policy } from "../policy/policy.ts";
 import { BASE_KEY } from "../sampler/policy-pool.ts";
 import { Sampler, type SamplerOptions } from "../sampler/sampler.ts";
 import { loadState, saveState, saveWeightsForSampler } from "../snapshots/publish.ts";
-import type { SnapshotRegistry } from "../snapshots/registry.ts";
-import type { SnapshotStore, StoredObject } from "../snapshots/store.ts";
+import { InMemorySnapshotRegistry, type SnapshotRegistry } from "../snapshots/registry.ts";
+import { LocalSnapshotStore, type SnapshotStore, type StoredObject } from "../snapshots/store.ts";
 import { Trainer } from "../trainer/trainer.ts";
 import { OrderedQueue } from "./futures.ts";
 
@@ -52,6 +52,22 @@ export class InProcessServiceClient implements ServiceClient {
   private readonly samplers = new Map<string, Sampler>();
 
   constructor(private readonly options: InProcessOptions) {}
+
+  /** A service over local snapshot files in `dir` and an in-memory registry (scripts, tests). */
+  static local(
+    baseModels: readonly BaseModel[],
+    dir: string,
+    team: string,
+    sampler?: InProcessOptions["sampler"],
+  ): InProcessServiceClient {
+    return new InProcessServiceClient({
+      baseModels: new Map(baseModels.map((b) => [b.name, b])),
+      store: new LocalSnapshotStore(dir),
+      registry: new InMemorySnapshotRegistry(),
+      team,
+      ...(sampler ? { sampler } : {}),
+    });
+  }
 
   base(name: string): BaseModel {
     const base = this.options.baseModels.get(name);

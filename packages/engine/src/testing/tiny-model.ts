@@ -31,6 +31,16 @@ export interface TinyModelOptions {
   scale?: number;
 }
 
+/** The smallest useful model: one layer, hidden 32; trains in milliseconds (tests, examples). */
+export const TINY_MODEL: TinyModelOptions = {
+  hiddenSize: 32,
+  numLayers: 1,
+  numHeads: 2,
+  numKvHeads: 1,
+  intermediateSize: 32,
+  scale: 0.2,
+};
+
 export interface TinyModel {
   dir: string;
   config: ModelConfig;

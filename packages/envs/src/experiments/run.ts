@@ -4,14 +4,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  type BaseModel,
-  InMemorySnapshotRegistry,
-  InProcessServiceClient,
-  LocalSnapshotStore,
-  loadBaseModel,
-} from "@opentinker/engine";
-import { writeTinyModel } from "@opentinker/engine/testing";
+import { type BaseModel, InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
+import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import {
   ConsoleSink,
   evaluate,
@@ -50,15 +44,7 @@ export interface ExperimentSummary {
 async function baseFor(options: ExperimentOptions, scratch: string): Promise<BaseModel> {
   if (options.modelDir) return loadBaseModel(options.modelDir, path.basename(options.modelDir));
   const dir = path.join(scratch, "tiny-model");
-  await writeTinyModel(dir, {
-    hiddenSize: 32,
-    numLayers: 1,
-    numHeads: 2,
-    numKvHeads: 1,
-    intermediateSize: 32,
-    scale: 0.2,
-    seed: 2,
-  });
+  await writeTinyModel(dir, { ...TINY_MODEL, seed: 2 });
   return loadBaseModel(dir, "tiny-random");
 }
 
@@ -75,12 +61,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   try {
     const base = await baseFor(options, scratch);
     if (!base.tokenizer) throw new Error(`${base.name} has no tokenizer`);
-    const service = new InProcessServiceClient({
-      baseModels: new Map([[base.name, base]]),
-      store: new LocalSnapshotStore(path.join(scratch, "snapshots")),
-      registry: new InMemorySnapshotRegistry(),
-      team: "experiments",
-    });
+    const service = InProcessServiceClient.local([base], path.join(scratch, "snapshots"), "experiments");
     const ctx = { tokenizer: base.tokenizer as RendererTokenizer, seed: options.seed, steps: options.steps };
     const tc = await service.createLoraTrainingClient({ baseModel: base.name, rank: 16, seed: options.seed });
     const first = await (await tc.saveWeightsForSampler("start")).result();

@@ -67,7 +67,8 @@ describe("KL penalty", () => {
     const mask = lossInput(d, "mask");
     lossInput(d, "advantages").forEach((a, j) => {
       const expected = mask[j]
-        ? (before[0]?.[j] as number) - 0.5 * (lossInput(d, "logprobs")[j]! - (ref[j + 1] as number))
+        ? (before[0]?.[j] as number) -
+          0.5 * ((lossInput(d, "logprobs")[j] as number) - (ref[j + 1] as number))
         : 0;
       expect(Math.abs(a - expected)).toBeLessThan(1e-4);
     });
