@@ -1,12 +1,17 @@
 import { hostname } from "node:os";
+import path from "node:path";
 import { z } from "zod";
 
 // The worker's whole configuration, read once from the environment.
 const ZWorkerEnv = z.object({
   DATABASE_URL: z.string().min(1, "DATABASE_URL is required (npm start sets it)"),
   WORKER_HOST: z.string().min(1).default(hostname()),
+  /** How many adapters' training state this worker may hold. */
   WORKER_CAPACITY: z.coerce.number().int().positive().default(4),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5000),
+  /** Queue jobs run at once (sampling requests batch together up to this). */
+  WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(32),
+  OPENTINKER_DATA_DIR: z.string().min(1).default(path.resolve(".data")),
 });
 
 export type WorkerEnv = z.infer<typeof ZWorkerEnv>;

@@ -1,35 +1,48 @@
-import { type Db, heartbeatWorker, registerWorker } from "@opentinker/db";
+import { type Db, heartbeatWorker, registerWorker, reviveWorker } from "@opentinker/db";
 
 export interface WorkerIdentity {
   host: string;
   pid: number;
   capacity: number;
+  loadedModels: string[];
 }
 
 export interface Heartbeat {
-  /** The id of the worker row, which changes if the worker had to re-register. */
   workerId(): string;
   stop(): Promise<void>;
 }
 
+export interface HeartbeatHooks {
+  onError: (error: unknown) => void;
+  /** The row had been marked offline by another process and is online again. */
+  onRevived?: () => void;
+  /** After each beat (the worker also watches the others then). */
+  onTick?: () => void;
+}
+
 /**
  * Registers the worker and advances its heartbeat every `intervalMs`. A worker
- * whose row vanished or was marked offline (e.g. by the scheduler after a missed
- * heartbeat) registers afresh instead of silently beating for nobody.
+ * that was written off (its row marked offline after a missed heartbeat) comes
+ * back under the same id, so the queue tasks named after it stay valid.
  */
 export async function startHeartbeat(
   db: Db,
   identity: WorkerIdentity,
   intervalMs: number,
-  onError: (error: unknown) => void,
+  hooks: HeartbeatHooks,
 ): Promise<Heartbeat> {
-  let id = (await registerWorker(db, identity)).id;
+  const id = (await registerWorker(db, identity)).id;
   let inFlight: Promise<void> = Promise.resolve();
   const beat = async () => {
     try {
-      if (!(await heartbeatWorker(db, id))) id = (await registerWorker(db, identity)).id;
+      if (!(await heartbeatWorker(db, id))) {
+        if (!(await reviveWorker(db, id)))
+          throw new Error(`worker row ${id} was deleted; restart this worker`);
+        hooks.onRevived?.();
+      }
+      hooks.onTick?.();
     } catch (error) {
-      onError(error); // a database hiccup: try again on the next tick
+      hooks.onError(error); // a database hiccup: try again on the next tick
     }
   };
   const timer = setInterval(() => {

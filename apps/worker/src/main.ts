@@ -1,8 +1,15 @@
-// Worker process: registers with its capacity, heartbeats, and drains on SIGTERM.
-// Task kinds (rollout, training, validation) arrive with the control-plane issue.
-import { createDb, markWorkerOffline } from "@opentinker/db";
+// Worker process: registers with its capacity, loads the base models, runs the
+// queue's tasks (training calls of adapters placed here, sampling calls, server-
+// side jobs), heartbeats, releases lost workers' work, and drains on SIGTERM.
+import path from "node:path";
+import { createDb, markWorkerOffline, reapLostWorkers, releaseWorker, tasks } from "@opentinker/db";
+import type { Runner, TaskList } from "graphile-worker";
+import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
 import { type Heartbeat, startHeartbeat } from "./heartbeat.ts";
+import { startQueue } from "./queue.ts";
+import { samplingTask } from "./tasks/sampling.ts";
+import { trainingTask } from "./tasks/training.ts";
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -12,6 +19,7 @@ async function main(): Promise<void> {
   const env = readWorkerEnv();
   const db = createDb(env.DATABASE_URL);
   let heartbeat: Heartbeat | undefined;
+  let runner: Runner | undefined;
   let stopping = false;
 
   // Installed before anything starts, so a signal during start-up also drains.
@@ -20,9 +28,14 @@ async function main(): Promise<void> {
     stopping = true;
     console.log(`worker: ${signal}, draining`);
     try {
+      // Running jobs finish (a server-side job checkpoints and stops at its next step).
+      host.draining = true;
+      await runner?.stop();
       if (heartbeat) {
         await heartbeat.stop();
         await markWorkerOffline(db, heartbeat.workerId());
+        // Its adapters move to other workers from their last checkpoints.
+        await releaseWorker(db, heartbeat.workerId(), []);
       }
       await db.$disconnect();
       process.exit(0);
@@ -34,13 +47,40 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void drain("SIGTERM"));
   process.on("SIGINT", () => void drain("SIGINT"));
 
+  const host = new EngineHost(db, path.join(env.OPENTINKER_DATA_DIR, "store"));
+  const bases = await host.loadBases((line) => console.error(line));
   heartbeat = await startHeartbeat(
     db,
-    { host: env.WORKER_HOST, pid: process.pid, capacity: env.WORKER_CAPACITY },
+    {
+      host: env.WORKER_HOST,
+      pid: process.pid,
+      capacity: env.WORKER_CAPACITY,
+      loadedModels: bases.map((b) => b.name),
+    },
     env.WORKER_HEARTBEAT_MS,
-    (error) => console.error(`worker: heartbeat failed: ${message(error)}`),
+    {
+      onError: (error) => console.error(`worker: heartbeat failed: ${message(error)}`),
+      // Written off by the others (e.g. a long stall): what it held was released.
+      onRevived: () => host.releaseAll(),
+      onTick: () =>
+        void reapLostWorkers(db).catch((error) => console.error(`worker: reaping failed: ${message(error)}`)),
+    },
   );
-  console.log(`worker: registered as ${heartbeat.workerId()} (capacity ${env.WORKER_CAPACITY})`);
+  const workerId = heartbeat.workerId();
+  const taskList: TaskList = {
+    [tasks.train(workerId)]: trainingTask(db, host),
+  };
+  for (const base of bases) taskList[tasks.sample(base.id)] = samplingTask(db, host, base.id);
+  if (stopping) return;
+  runner = await startQueue(db, {
+    url: env.DATABASE_URL,
+    workerId,
+    concurrency: env.WORKER_CONCURRENCY,
+    taskList,
+  });
+  console.log(
+    `worker: registered as ${workerId} (capacity ${env.WORKER_CAPACITY}; base models: ${bases.map((b) => b.name).join(", ") || "none"})`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -3,7 +3,9 @@ import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { runMigrations as runQueueMigrations } from "graphile-worker";
 import pg from "pg";
+import { quietQueueLogger } from "./queue-logger.ts";
 
 /** prisma/migrations at the repository root. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../../../prisma/migrations", import.meta.url));
@@ -132,6 +134,8 @@ export async function migrate(url: string, dir: string = MIGRATIONS_DIR): Promis
       await applyOne(client, migration);
       result.applied.push(migration.name);
     }
+    // The request queue's own schema (graphile_worker), versioned by the library.
+    await runQueueMigrations({ connectionString: url, logger: quietQueueLogger });
     return result;
   } finally {
     await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => {});

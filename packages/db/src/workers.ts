@@ -1,7 +1,10 @@
 import type { DbTx } from "./client.ts";
 import { workerSelect } from "./selects.ts";
 
-export function registerWorker(db: DbTx, input: { host: string; pid: number; capacity: number }) {
+export function registerWorker(
+  db: DbTx,
+  input: { host: string; pid: number; capacity: number; loadedModels?: string[] },
+) {
   return db.worker.create({ data: input, select: workerSelect });
 }
 
@@ -10,6 +13,15 @@ export async function heartbeatWorker(db: DbTx, workerId: string, loadedModels?:
   const { count } = await db.worker.updateMany({
     where: { id: workerId, status: { not: "OFFLINE" } },
     data: { heartbeatAt: new Date(), ...(loadedModels ? { loadedModels } : {}) },
+  });
+  return count === 1;
+}
+
+/** Brings a worker written off as lost back online; false when its row is gone. */
+export async function reviveWorker(db: DbTx, workerId: string): Promise<boolean> {
+  const { count } = await db.worker.updateMany({
+    where: { id: workerId },
+    data: { status: "ONLINE", heartbeatAt: new Date() },
   });
   return count === 1;
 }

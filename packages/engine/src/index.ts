@@ -12,7 +12,7 @@ export { type LoraSpec, type Policy, type PolicyKind, zeroGrads } from "./policy
 export type { TrainableTensor } from "./policy/tensor.ts";
 export * from "./rng.ts";
 export * from "./sampler/kv-cache.ts";
-export { PolicyBudgetError, PolicyPool, type PoolEntry } from "./sampler/policy-pool.ts";
+export { BASE_KEY, PolicyBudgetError, PolicyPool, type PoolEntry } from "./sampler/policy-pool.ts";
 export { AbortError, Sampler, type SamplerOptions } from "./sampler/sampler.ts";
 export { type SampledToken, sampleToken } from "./sampler/sampling.ts";
 export * from "./snapshots/peft.ts";

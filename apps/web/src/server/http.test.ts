@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createDb, findFreePort } from "@opentinker/db";
+import { createDb, findFreePort, RequestWaiter } from "@opentinker/db";
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRequestListener } from "./http.ts";
@@ -23,7 +23,9 @@ describe("GET /api/health", () => {
   it("answers 200 with the database status and the workers' last heartbeat", async () => {
     const beat = new Date("2026-01-02T03:04:05.000Z");
     await t.db.worker.create({ data: { host: "h", pid: 1, capacity: 1, heartbeatAt: beat } });
-    const { base, server } = await serve(createRequestListener({ db: t.db }));
+    const { base, server } = await serve(
+      createRequestListener({ db: t.db, waiter: new RequestWaiter(t.db, t.url) }),
+    );
     try {
       const response = await fetch(`${base}/api/health`);
       expect(response.status).toBe(200);
@@ -39,7 +41,9 @@ describe("GET /api/health", () => {
 
   it("answers 503 naming the database as unreachable when it is down", async () => {
     const down = createDb(`postgresql://postgres:x@127.0.0.1:${await findFreePort()}/nothing`);
-    const { base, server } = await serve(createRequestListener({ db: down }));
+    const { base, server } = await serve(
+      createRequestListener({ db: down, waiter: new RequestWaiter(down, t.url) }),
+    );
     try {
       const response = await fetch(`${base}/api/health`);
       expect(response.status).toBe(503);
@@ -53,7 +57,9 @@ describe("GET /api/health", () => {
   });
 
   it("unknown API routes and wrong methods get JSON errors naming the route", async () => {
-    const { base, server } = await serve(createRequestListener({ db: t.db }));
+    const { base, server } = await serve(
+      createRequestListener({ db: t.db, waiter: new RequestWaiter(t.db, t.url) }),
+    );
     try {
       const missing = await fetch(`${base}/api/nope`);
       expect(missing.status).toBe(404);

@@ -1,6 +1,8 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import type { Db } from "@opentinker/db";
+import type { Db, RequestWaiter } from "@opentinker/db";
 import { checkHealth } from "./api/health.ts";
+import { createRestHandler, openApiDocument } from "./api/rest.ts";
+import { createTrpcHandler } from "./api/trpc.ts";
 
 export type PageHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -14,9 +16,23 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
  * so they share one process-wide database client and can be tested without a
  * page build; every other path goes to the Next.js page handler.
  */
-export function createRequestListener(deps: { db: Db; pages?: PageHandler }): RequestListener {
+export function createRequestListener(deps: {
+  db: Db;
+  waiter: RequestWaiter;
+  pages?: PageHandler;
+}): RequestListener {
+  const rest = createRestHandler(deps);
+  const trpc = createTrpcHandler(deps);
+  const fail = (res: ServerResponse) => (error: unknown) => {
+    console.error(`web: API request failed: ${error instanceof Error ? error.message : error}`);
+    if (!res.headersSent) sendJson(res, 500, { error: "internal error" });
+  };
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname.startsWith("/api/v1/")) return void rest(req, res).catch(fail(res));
+    if (url.pathname.startsWith("/api/trpc/")) return void Promise.resolve(trpc(req, res)).catch(fail(res));
+    if (url.pathname === "/api/openapi.json")
+      return sendJson(res, 200, openApiDocument(`http://${req.headers.host ?? "localhost"}/api`));
     if (url.pathname === "/api/health") {
       if (req.method !== "GET" && req.method !== "HEAD")
         return sendJson(res, 405, { error: "use GET /api/health" });

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { getDb } from "@opentinker/db";
+import { getDb, RequestWaiter } from "@opentinker/db";
 import next from "next";
 import { readWebEnv } from "../env.ts";
 import { createRequestListener } from "./http.ts";
@@ -13,13 +13,14 @@ const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../.
 async function main(): Promise<void> {
   const env = readWebEnv();
   const db = getDb(env.DATABASE_URL);
+  const waiter = new RequestWaiter(db, env.DATABASE_URL);
   if (!existsSync(path.join(APP_DIR, ".next", "BUILD_ID"))) {
     throw new Error("the dashboard is not built: run `npm run build` (npm start does this for you)");
   }
   const app = next({ dev: false, dir: APP_DIR, hostname: env.HOST, port: env.PORT });
   await app.prepare();
   const handle = app.getRequestHandler();
-  const server = createServer(createRequestListener({ db, pages: (req, res) => handle(req, res) }));
+  const server = createServer(createRequestListener({ db, waiter, pages: (req, res) => handle(req, res) }));
   server.listen(env.PORT, env.HOST, () => {
     const address = server.address();
     const port = typeof address === "object" && address ? address.port : env.PORT;
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
   });
 
   const shutdown = () => {
-    server.close(() => void db.$disconnect().finally(() => process.exit(0)));
+    server.close(() => void Promise.all([waiter.close(), db.$disconnect()]).finally(() => process.exit(0)));
     server.closeAllConnections();
   };
   process.on("SIGTERM", shutdown);

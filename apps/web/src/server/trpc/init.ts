@@ -1,0 +1,75 @@
+// The tRPC instance: context (the database, the request waiter and the caller's
+// team), the procedures every router builds on, and how domain errors become
+// HTTP statuses.
+import {
+  type Db,
+  NotFoundError,
+  NoWorkerError,
+  QuotaExceededError,
+  type RequestWaiter,
+} from "@opentinker/db";
+import { initTRPC, TRPCError } from "@trpc/server";
+import type { OpenApiMeta } from "trpc-to-openapi";
+
+export interface Caller {
+  teamId: string;
+  teamSlug: string;
+  /** The API key used, or null for a dashboard session. */
+  apiKeyId: string | null;
+}
+
+export interface Context {
+  db: Db;
+  waiter: RequestWaiter;
+  caller: Caller | null;
+}
+
+// isDev off: error responses never carry stack traces.
+const t = initTRPC.context<Context>().meta<OpenApiMeta>().create({ isDev: false });
+
+export const router = t.router;
+
+/** Translates what our packages throw into the HTTP status a client should see. */
+function asTrpcError(cause: unknown): TRPCError | null {
+  if (cause instanceof NotFoundError)
+    return new TRPCError({ code: "NOT_FOUND", message: cause.message, cause });
+  if (cause instanceof QuotaExceededError)
+    return new TRPCError({ code: "TOO_MANY_REQUESTS", message: cause.message, cause });
+  if (cause instanceof NoWorkerError)
+    return new TRPCError({ code: "SERVICE_UNAVAILABLE", message: cause.message, cause });
+  if (cause instanceof RangeError || cause instanceof TypeError)
+    return new TRPCError({ code: "BAD_REQUEST", message: cause.message, cause });
+  const code = (cause as { code?: unknown } | null)?.code;
+  if (code === "P2002")
+    return new TRPCError({ code: "CONFLICT", message: "a resource with that name already exists", cause });
+  return null;
+}
+
+const domainErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.code === "INTERNAL_SERVER_ERROR") {
+    const mapped = asTrpcError(result.error.cause);
+    if (mapped) throw mapped;
+  }
+  return result;
+});
+
+export const publicProcedure = t.procedure.use(domainErrors);
+
+/** Every team-owned procedure: resolves the caller's team or refuses with 401. */
+export const teamProcedure = publicProcedure.use(({ ctx, next }) => {
+  if (!ctx.caller)
+    throw new TRPCError({
+      code: "UNAUTHORIZED",
+      message: "missing, unknown or revoked API key: send Authorization: Bearer <key>",
+    });
+  return next({ ctx: { ...ctx, caller: ctx.caller } });
+});
+
+export function notFound(what: string, id: string): never {
+  throw new TRPCError({ code: "NOT_FOUND", message: `${what} ${id} not found` });
+}
+
+export function badRequest(message: string): never {
+  throw new TRPCError({ code: "BAD_REQUEST", message });
+}

@@ -1,0 +1,24 @@
+// The whole API: one router per domain. The same procedures serve tRPC (the
+// dashboard) and REST under /api/v1 with an OpenAPI document (other languages).
+import { router } from "./init.ts";
+import { adaptersRouter } from "./routers/adapters.ts";
+import { apiKeysRouter } from "./routers/api-keys.ts";
+import { environmentsRouter } from "./routers/environments.ts";
+import { futuresRouter } from "./routers/futures.ts";
+import { jobsRouter } from "./routers/jobs.ts";
+import { modelsRouter } from "./routers/models.ts";
+import { samplingRouter } from "./routers/sampling.ts";
+import { trainingRouter } from "./routers/training.ts";
+
+export const appRouter = router({
+  models: modelsRouter,
+  adapters: adaptersRouter,
+  training: trainingRouter,
+  sampling: samplingRouter,
+  futures: futuresRouter,
+  environments: environmentsRouter,
+  jobs: jobsRouter,
+  apiKeys: apiKeysRouter,
+});
+
+export type AppRouter = typeof appRouter;

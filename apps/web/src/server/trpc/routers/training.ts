@@ -1,0 +1,60 @@
+// Training calls: validated here (shapes, token ranges) so that a bad call is a
+// 400 naming the field, then queued in the adapter's order as a future.
+import { type Db, enqueueTrainingRequest, type TrainingRequestKind } from "@opentinker/db";
+import {
+  datumsError,
+  ZForwardInput,
+  ZFutureRef,
+  ZLoadStateInput,
+  ZOptimStepInput,
+  ZSaveStateInput,
+  ZSaveWeightsInput,
+} from "@opentinker/protocol";
+import type { z } from "zod";
+import { badRequest, notFound, router, teamProcedure } from "../init.ts";
+
+async function vocabOf(db: Db, teamId: string, adapterId: string): Promise<number> {
+  const adapter = await db.adapter.findFirst({
+    where: { id: adapterId, teamId },
+    select: { baseModel: { select: { vocabSize: true } } },
+  });
+  if (!adapter) notFound("adapter", adapterId);
+  return adapter.baseModel.vocabSize;
+}
+
+function call<I extends z.ZodType<{ adapterId: string }>>(
+  kind: TrainingRequestKind,
+  path: `/${string}`,
+  input: I,
+) {
+  return teamProcedure
+    .meta({ openapi: { method: "POST", path, protect: true, tags: ["training"] } })
+    .input(input)
+    .output(ZFutureRef)
+    .mutation(async ({ ctx, input: payload }) => {
+      const { adapterId } = payload as { adapterId: string };
+      if (kind === "FORWARD" || kind === "FORWARD_BACKWARD") {
+        const fb = payload as unknown as z.infer<typeof ZForwardInput>;
+        const problem = datumsError(fb.data, fb.lossFn, await vocabOf(ctx.db, ctx.caller.teamId, adapterId));
+        if (problem) badRequest(problem);
+      }
+      return enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
+        adapterId,
+        kind,
+        payload: payload as object,
+      });
+    });
+}
+
+export const trainingRouter = router({
+  forward: call("FORWARD", "/v1/training/forward", ZForwardInput),
+  forwardBackward: call("FORWARD_BACKWARD", "/v1/training/forward-backward", ZForwardInput),
+  optimStep: call("OPTIM_STEP", "/v1/training/optim-step", ZOptimStepInput),
+  saveWeightsForSampler: call(
+    "SAVE_WEIGHTS_FOR_SAMPLER",
+    "/v1/training/save-weights-for-sampler",
+    ZSaveWeightsInput,
+  ),
+  saveState: call("SAVE_STATE", "/v1/training/save-state", ZSaveStateInput),
+  loadState: call("LOAD_STATE", "/v1/training/load-state", ZLoadStateInput),
+});

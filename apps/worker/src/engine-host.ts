@@ -1,0 +1,115 @@
+// What one worker process holds: the base models it serves, one sampler per
+// base model (shared by every team's adapters, C9), the snapshot store, and the
+// training state of the adapters placed on it.
+import type { Db } from "@opentinker/db";
+import {
+  type BaseModel,
+  LocalSnapshotStore,
+  loadBaseModel,
+  Sampler,
+  type SnapshotStore,
+} from "@opentinker/engine";
+import { AdapterSession } from "./adapter-session.ts";
+import { DbSnapshotRegistry } from "./db-registry.ts";
+
+export interface HostedBase {
+  id: string;
+  name: string;
+  model: BaseModel;
+}
+
+export class EngineHost {
+  readonly store: SnapshotStore;
+  readonly registry: DbSnapshotRegistry;
+  private readonly bases = new Map<string, HostedBase>();
+  private readonly samplers = new Map<string, Sampler>();
+  private readonly sessions = new Map<string, Promise<AdapterSession>>();
+  private readonly adapterBase = new Map<string, string>();
+
+  constructor(
+    readonly db: Db,
+    storeRoot: string,
+  ) {
+    this.store = new LocalSnapshotStore(storeRoot);
+    this.registry = new DbSnapshotRegistry(db, (adapterId) => this.baseNameOfAdapter(adapterId));
+  }
+
+  /** Loads every registered base model whose files are readable here. */
+  async loadBases(log: (line: string) => void): Promise<HostedBase[]> {
+    for (const row of await this.db.baseModel.findMany({ orderBy: { name: "asc" } })) {
+      try {
+        this.bases.set(row.id, {
+          id: row.id,
+          name: row.name,
+          model: await loadBaseModel(row.path, row.name),
+        });
+      } catch (error) {
+        log(`worker: base model ${row.name} at ${row.path} not loaded: ${(error as Error).message}`);
+      }
+    }
+    return [...this.bases.values()];
+  }
+
+  hostedBases(): HostedBase[] {
+    return [...this.bases.values()];
+  }
+
+  base(id: string): HostedBase {
+    const base = this.bases.get(id);
+    if (!base) throw new RangeError(`base model ${id} is not loaded on this worker`);
+    return base;
+  }
+
+  baseByName(name: string): HostedBase {
+    for (const base of this.bases.values()) if (base.name === name) return base;
+    throw new RangeError(`unknown base model "${name}"`);
+  }
+
+  async baseNameOfAdapter(adapterId: string): Promise<string> {
+    let name = this.adapterBase.get(adapterId);
+    if (!name) {
+      const row = await this.db.adapter.findUnique({
+        where: { id: adapterId },
+        select: { baseModel: { select: { name: true } } },
+      });
+      if (!row) throw new RangeError(`adapter ${adapterId} not found`);
+      name = row.baseModel.name;
+      this.adapterBase.set(adapterId, name);
+    }
+    return name;
+  }
+
+  /** The sampler of a base model, shared by every adapter over it. */
+  sampler(baseId: string): Sampler {
+    let sampler = this.samplers.get(baseId);
+    if (!sampler) {
+      sampler = new Sampler({ base: this.base(baseId).model, store: this.store, registry: this.registry });
+      this.samplers.set(baseId, sampler);
+    }
+    return sampler;
+  }
+
+  /** The adapter's training state here, restored from its last checkpoint on first use. */
+  session(adapterId: string): Promise<AdapterSession> {
+    let session = this.sessions.get(adapterId);
+    if (!session) {
+      session = AdapterSession.open(this, adapterId);
+      session.catch(() => this.sessions.delete(adapterId));
+      this.sessions.set(adapterId, session);
+    }
+    return session;
+  }
+
+  /** Set on SIGTERM: long-running jobs checkpoint and hand over at their next step. */
+  draining = false;
+
+  /** Drops every adapter's in-memory state (this worker was written off as lost). */
+  releaseAll(): void {
+    this.sessions.clear();
+  }
+
+  /** Drops an adapter's in-memory state (its job ended, or it was re-placed). */
+  release(adapterId: string): void {
+    this.sessions.delete(adapterId);
+  }
+}

@@ -1,0 +1,47 @@
+// Training calls on an adapter placed on this worker, one at a time in seq order
+// (they share the adapter's queue).
+import type { Db, Prisma } from "@opentinker/db";
+import { ZForwardInput, ZLoadStateInput, ZOptimStepInput, ZSaveStateInput } from "@opentinker/protocol";
+import type { Task } from "graphile-worker";
+import type { EngineHost } from "../engine-host.ts";
+import { type ClaimedRequest, requestTask } from "./request-task.ts";
+
+async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<Prisma.InputJsonValue | null> {
+  if (!request.adapterId) throw new RangeError(`request ${request.id} names no adapter`);
+  const busy = await host.db.job.findFirst({
+    where: { adapterId: request.adapterId, status: { in: ["QUEUED", "RUNNING"] } },
+    select: { id: true },
+  });
+  if (busy) throw new RangeError(`adapter ${request.adapterId} is being trained by job ${busy.id}`);
+  const session = await host.session(request.adapterId);
+  switch (request.kind) {
+    case "FORWARD":
+    case "FORWARD_BACKWARD": {
+      const input = ZForwardInput.parse(request.input);
+      const run = request.kind === "FORWARD" ? session.forward : session.forwardBackward;
+      return run.call(
+        session,
+        input.data,
+        input.lossFn,
+        input.lossFnConfig,
+      ) as unknown as Prisma.InputJsonValue;
+    }
+    case "OPTIM_STEP":
+      return (await session.optimStep(ZOptimStepInput.parse(request.input).adam)) as Prisma.InputJsonValue;
+    case "SAVE_WEIGHTS_FOR_SAMPLER":
+      return session.saveWeightsForSampler();
+    case "SAVE_STATE": {
+      const saved = await session.saveState(ZSaveStateInput.parse(request.input).name);
+      return { path: saved.path };
+    }
+    case "LOAD_STATE":
+      await session.loadState(ZLoadStateInput.parse(request.input).path);
+      return null;
+    default:
+      throw new RangeError(`request kind ${request.kind} is not a training call`);
+  }
+}
+
+export function trainingTask(db: Db, host: EngineHost): Task {
+  return requestTask(db, (request) => runTraining(host, request));
+}

@@ -1,0 +1,80 @@
+// Payloads of the service API (issue: control plane): what the web process
+// validates, stores in a Request row and a worker parses again before running it.
+import { z } from "zod";
+import { ZDatum } from "./datum.ts";
+import { ZPolicyRef } from "./handles.ts";
+import { ZAdamParams, ZForwardBackwardOutput, ZLossFn, ZOptimStepOutput } from "./losses.ts";
+import { ZModelInput } from "./model-input.ts";
+import { ZSampleResponse, ZSamplingParams } from "./sampling.ts";
+
+const ZId = z.string().min(1).max(64);
+
+/** Loss-function settings a call may override (the rest take their defaults). */
+export const ZLossFnConfigInput = z
+  .object({ clipLowThreshold: z.number().positive(), clipHighThreshold: z.number().positive() })
+  .partial();
+
+export const ZForwardInput = z.object({
+  adapterId: ZId,
+  data: z.array(ZDatum).min(1, "needs at least one datum").max(4096),
+  lossFn: ZLossFn,
+  lossFnConfig: ZLossFnConfigInput.optional(),
+});
+export type ForwardInput = z.infer<typeof ZForwardInput>;
+
+export const ZOptimStepInput = z.object({
+  adapterId: ZId,
+  adam: ZAdamParams.partial().optional(),
+});
+
+export const ZSaveWeightsInput = z.object({
+  adapterId: ZId,
+  name: z.string().min(1).max(128).default("sampler"),
+});
+export const ZSaveStateInput = z.object({ adapterId: ZId, name: z.string().min(1).max(128) });
+export const ZLoadStateInput = z.object({ adapterId: ZId, path: z.string().min(1).max(1024) });
+
+export const ZSampleInput = z.object({
+  policy: ZPolicyRef,
+  prompt: ZModelInput,
+  numSamples: z.number().int().min(1).max(256).default(1),
+  params: ZSamplingParams,
+});
+export type SampleInput = z.infer<typeof ZSampleInput>;
+
+export const ZComputeLogprobsInput = z.object({ policy: ZPolicyRef, sequence: ZModelInput });
+
+export const ZSavedWeightsOutput = z.object({ handle: z.string(), version: z.number().int().positive() });
+export const ZSavedStateOutput = z.object({ path: z.string() });
+export const ZLogprobsOutput = z.array(z.number().nullable());
+
+/** What an accepted call returns at once: the future to wait on. */
+export const ZFutureRef = z.object({
+  requestId: z.string(),
+  /** The call's place in its adapter's order (null for sampling calls, which are unordered). */
+  seq: z.number().int().positive().nullable(),
+});
+export type FutureRef = z.infer<typeof ZFutureRef>;
+
+export const ZFutureStatus = z.enum(["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]);
+
+export const ZFutureState = z.object({
+  requestId: z.string(),
+  kind: z.string(),
+  status: ZFutureStatus,
+  output: z.unknown().nullable(),
+  error: z.string().nullable(),
+});
+export type FutureState = z.infer<typeof ZFutureState>;
+
+/** Output schema of each request kind, for clients that parse a future's result. */
+export const REQUEST_OUTPUTS = {
+  FORWARD: ZForwardBackwardOutput,
+  FORWARD_BACKWARD: ZForwardBackwardOutput,
+  OPTIM_STEP: ZOptimStepOutput,
+  SAVE_WEIGHTS_FOR_SAMPLER: ZSavedWeightsOutput,
+  SAVE_STATE: ZSavedStateOutput,
+  LOAD_STATE: z.null(),
+  SAMPLE: ZSampleResponse,
+  COMPUTE_LOGPROBS: ZLogprobsOutput,
+} as const;

@@ -1,0 +1,152 @@
+// Server-side jobs and environments (issue: control plane): what a team submits
+// to have the service run the RL, SFT or evaluation loop for it.
+import { z } from "zod";
+import { ZAdamParams } from "./losses.ts";
+
+/** Built-in environments a server-side job can run (packages/envs). */
+export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number"] as const;
+export const ZBuiltinEnvironment = z.enum(BUILTIN_ENVIRONMENTS);
+
+export const ZBuiltinEnvConfig = z
+  .object({
+    /** arithmetic: operands are drawn from [0, maxOperand]. */
+    maxOperand: z.number().int().min(1).max(1_000_000),
+    /** guess-number: the secret is in [1, maxNumber]. */
+    maxNumber: z.number().int().min(2).max(1_000_000),
+    maxGuesses: z.number().int().min(1).max(64),
+    formatPenalty: z.number().finite(),
+    maxTokens: z.number().int().min(1).max(4096),
+  })
+  .partial()
+  .strict();
+export type BuiltinEnvConfig = z.infer<typeof ZBuiltinEnvConfig>;
+
+export const ZEnvironmentInput = z.discriminatedUnion("kind", [
+  z.object({
+    name: z.string().min(1).max(128),
+    kind: z.literal("BUILTIN"),
+    builtin: ZBuiltinEnvironment,
+    config: ZBuiltinEnvConfig.default({}),
+  }),
+  z.object({
+    name: z.string().min(1).max(128),
+    kind: z.literal("REMOTE"),
+    /** Base URL of an environment server answering POST <url>/reset and <url>/step. */
+    url: z.url({ protocol: /^https?$/ }),
+    config: z.record(z.string(), z.unknown()).default({}),
+  }),
+]);
+export type EnvironmentInput = z.infer<typeof ZEnvironmentInput>;
+
+/** What happens to a job's snapshots and checkpoints when it ends. */
+export const ZRetention = z.enum([
+  /** Keep every snapshot and checkpoint. */
+  "keep-all",
+  /** Keep the final snapshot and final checkpoint; delete the intermediate ones. */
+  "keep-final",
+]);
+
+const ZSamplingSettings = z
+  .object({
+    temperature: z.number().min(0).finite(),
+    topK: z.number().int().min(-1),
+    topP: z.number().gt(0).max(1),
+  })
+  .partial();
+
+export const ZRlJobConfig = z
+  .object({
+    steps: z.number().int().min(1).max(100_000),
+    groupsPerStep: z.number().int().min(1).max(1024).default(4),
+    groupSize: z.number().int().min(1).max(256).default(8),
+    lossFn: z.enum(["importance_sampling", "ppo"]).default("ppo"),
+    adam: ZAdamParams.partial().default({}),
+    sampling: ZSamplingSettings.default({}),
+    scaleByStd: z.boolean().default(false),
+    seed: z.number().int().min(0).default(0),
+    checkpointEvery: z.number().int().min(1).default(1),
+    validation: z
+      .object({ every: z.number().int().min(1), groups: z.number().int().min(1).max(1024) })
+      .optional(),
+    retention: ZRetention.default("keep-final"),
+  })
+  .strict();
+export type RlJobConfig = z.infer<typeof ZRlJobConfig>;
+
+export const ZChatMessage = z.object({
+  role: z.enum(["system", "user", "assistant"]),
+  content: z.string(),
+});
+
+export const ZSftJobConfig = z
+  .object({
+    conversations: z.array(z.object({ messages: z.array(ZChatMessage).min(1) })).min(1),
+    epochs: z.number().int().min(1).max(1000).default(1),
+    batchSize: z.number().int().min(1).max(4096).default(8),
+    adam: ZAdamParams.partial().default({}),
+    retention: ZRetention.default("keep-final"),
+  })
+  .strict();
+export type SftJobConfig = z.infer<typeof ZSftJobConfig>;
+
+export const ZEvalJobConfig = z
+  .object({
+    /** The snapshot to evaluate (default: the adapter's latest). */
+    handle: z.string().optional(),
+    groups: z.number().int().min(1).max(4096).default(16),
+    groupSize: z.number().int().min(1).max(256).default(1),
+    sampling: ZSamplingSettings.default({}),
+    seed: z.number().int().min(0).default(0),
+  })
+  .strict();
+export type EvalJobConfig = z.infer<typeof ZEvalJobConfig>;
+
+export const ZJobInput = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("RL"),
+    adapterId: z.string().min(1),
+    environmentId: z.string().min(1),
+    config: ZRlJobConfig,
+  }),
+  z.object({ kind: z.literal("SFT"), adapterId: z.string().min(1), config: ZSftJobConfig }),
+  z.object({
+    kind: z.literal("EVAL"),
+    adapterId: z.string().min(1),
+    environmentId: z.string().min(1),
+    config: ZEvalJobConfig,
+  }),
+]);
+export type JobInput = z.infer<typeof ZJobInput>;
+
+/** Reports every issue of `schema` on `value` as issues of the enclosing check. */
+function delegate(schema: z.ZodType) {
+  return (value: unknown, ctx: z.RefinementCtx) => {
+    const result = schema.safeParse(value);
+    if (!result.success)
+      for (const issue of result.error.issues)
+        ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  };
+}
+
+/**
+ * The wire forms of environment and job creation: one flat object each (REST
+ * clients and the OpenAPI document see plain fields), checked by kind.
+ */
+export const ZEnvironmentRequest = z
+  .object({
+    name: z.string(),
+    kind: z.enum(["BUILTIN", "REMOTE"]),
+    builtin: z.string().optional(),
+    url: z.string().optional(),
+    config: z.record(z.string(), z.unknown()).optional(),
+  })
+  .superRefine(delegate(ZEnvironmentInput));
+
+export const ZJobRequest = z
+  .object({
+    kind: z.enum(["RL", "SFT", "EVAL"]),
+    adapterId: z.string(),
+    environmentId: z.string().optional(),
+    config: z.record(z.string(), z.unknown()),
+  })
+  .superRefine(delegate(ZJobInput));
