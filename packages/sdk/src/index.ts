@@ -2,6 +2,7 @@ export type { ApiFuture, SamplingClient, ServiceClient, TrainingClient } from "@
 export * from "./env/types.ts";
 export * from "./metrics/sink.ts";
 export * from "./multiagent/index.ts";
+export * from "./remote/index.ts";
 export * from "./render/chat-renderer.ts";
 export * from "./rl/advantages.ts";
 export * from "./rl/datums.ts";

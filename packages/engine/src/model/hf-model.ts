@@ -1,8 +1,8 @@
 // A model directory as Hugging Face lays it out: config.json, *.safetensors,
 // tokenizer.json and tokenizer_config.json. Nothing is fetched: `dir` is local.
 import { resolve } from "node:path";
+import { loadTokenizer, type TextTokenizer } from "@opentinker/tokenizer";
 import { loadModelConfig, type ModelConfig } from "./config.ts";
-import { loadTokenizer, type TextTokenizer } from "./tokenizer.ts";
 import { loadModelWeights, type ModelWeights } from "./weights.ts";
 
 export interface HfModel {

@@ -1,4 +1,12 @@
 // Model I/O: Hugging Face config, safetensors, weights and tokenizer loading.
+
+export {
+  type ChatMessage,
+  createTextTokenizer,
+  loadTokenizer,
+  type TextTokenizer,
+  type TokenizerSources,
+} from "@opentinker/tokenizer";
 export {
   type Architecture,
   loadModelConfig,
@@ -25,13 +33,6 @@ export {
   type TensorToWrite,
   writeSafetensors,
 } from "./safetensors.ts";
-export {
-  type ChatMessage,
-  createTextTokenizer,
-  loadTokenizer,
-  type TextTokenizer,
-  type TokenizerSources,
-} from "./tokenizer.ts";
 export {
   assembleModelWeights,
   EMBED_TOKENS,

@@ -1,9 +1,9 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { createTextTokenizer, loadTokenizer } from "@opentinker/tokenizer";
 import { describe, expect, test } from "vitest";
 import { tempDir } from "../testing/temp-dir.ts";
 import { ENDOFTEXT, IM_END, IM_START, tinyTokenizerFiles } from "../testing/tiny-tokenizer.ts";
-import { createTextTokenizer, loadTokenizer } from "./tokenizer.ts";
 
 const files = tinyTokenizerFiles();
 const tokenizer = createTextTokenizer(files.tokenizerJson, files.tokenizerConfig);

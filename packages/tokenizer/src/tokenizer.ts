@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { z } from "zod";
-import { describeValue, isNotFound, parseWithSchema, readJsonFile } from "./files.ts";
+import { describeValue, isNotFound, parseWithSchema, readJsonFile } from "./json-files.ts";
 
 export interface ChatMessage {
   role: string;

@@ -1,0 +1,217 @@
+// Remote implementations of the client interfaces (DESIGN.md §2) over the REST
+// API: the same RL and SFT loops run against a server as in-process.
+import {
+  type AdamParamsInput,
+  type ApiFuture,
+  type Datum,
+  type ForwardBackwardOutput,
+  type FutureRef,
+  type LoraConfig,
+  type LossFn,
+  type LossFnConfig,
+  type ModelInput,
+  type OptimStepOutput,
+  REQUEST_OUTPUTS,
+  type SampleResponse,
+  type SamplingClient,
+  type SamplingParamsInput,
+  type SavedState,
+  type SavedWeights,
+  type ServiceClient,
+  type TextTokenizerLike,
+  type TrainingClient,
+} from "@opentinker/protocol";
+import { createTextTokenizer, type TextTokenizer } from "@opentinker/tokenizer";
+import type { z } from "zod";
+import { Api, type RemoteOptions } from "./api.ts";
+import { RemoteFuture } from "./future.ts";
+
+interface AdapterInfo {
+  id: string;
+  name: string;
+  baseModel: string;
+}
+
+interface TokenizerFiles {
+  tokenizerJson: unknown;
+  tokenizerConfig: unknown;
+  chatTemplate: string | null;
+}
+
+export class RemoteServiceClient implements ServiceClient {
+  readonly api: Api;
+  private readonly tokenizers = new Map<string, Promise<TextTokenizer>>();
+
+  constructor(options: RemoteOptions) {
+    this.api = new Api(options);
+  }
+
+  /** The base model's tokenizer, fetched once (the same files the workers load). */
+  tokenizer(baseModel: string): Promise<TextTokenizer> {
+    let tokenizer = this.tokenizers.get(baseModel);
+    if (!tokenizer) {
+      tokenizer = this.api
+        .request<TokenizerFiles>("GET", `/v1/models/${encodeURIComponent(baseModel)}/tokenizer`)
+        .then((files) =>
+          createTextTokenizer(files.tokenizerJson, files.tokenizerConfig, {
+            tokenizerPath: `${baseModel}/tokenizer.json`,
+            configPath: `${baseModel}/tokenizer_config.json`,
+            ...(files.chatTemplate
+              ? { chatTemplate: { text: files.chatTemplate, path: `${baseModel}/chat_template.jinja` } }
+              : {}),
+          }),
+        );
+      tokenizer.catch(() => this.tokenizers.delete(baseModel));
+      this.tokenizers.set(baseModel, tokenizer);
+    }
+    return tokenizer;
+  }
+
+  /** Creates a LoRA adapter on the server and a training client over it. */
+  async createLoraTrainingClient(config: LoraConfig & { name?: string }): Promise<TrainingClient> {
+    const adapter = await this.api.request<AdapterInfo>("POST", "/v1/adapters", {
+      name: config.name ?? `adapter-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+      baseModel: config.baseModel,
+      kind: "LORA",
+      rank: config.rank,
+      ...(config.alpha === undefined ? {} : { alpha: config.alpha }),
+      ...(config.trainAttn === undefined ? {} : { trainAttn: config.trainAttn }),
+      ...(config.trainMlp === undefined ? {} : { trainMlp: config.trainMlp }),
+      ...(config.trainUnembed === undefined ? {} : { trainUnembed: config.trainUnembed }),
+      ...(config.seed === undefined ? {} : { seed: config.seed }),
+    });
+    return this.trainingClientFor(adapter.id);
+  }
+
+  /** A training client over an existing adapter of the team. */
+  async trainingClientFor(adapterId: string): Promise<RemoteTrainingClient> {
+    const adapter = await this.api.request<AdapterInfo>(
+      "GET",
+      `/v1/adapters/${encodeURIComponent(adapterId)}`,
+    );
+    return new RemoteTrainingClient(this, adapter.id, await this.tokenizer(adapter.baseModel));
+  }
+
+  async createSamplingClient(policy: { handle: string } | { baseModel: string }): Promise<SamplingClient> {
+    if ("baseModel" in policy)
+      return new RemoteSamplingClient(
+        this.api,
+        policy,
+        policy.baseModel,
+        await this.tokenizer(policy.baseModel),
+      );
+    const adapterId = /^opentinker:\/\/[^/]+\/([^/]+)\//.exec(policy.handle)?.[1];
+    if (!adapterId) throw new RangeError(`not a sampler handle: ${policy.handle}`);
+    const adapter = await this.api.request<AdapterInfo>(
+      "GET",
+      `/v1/adapters/${encodeURIComponent(adapterId)}`,
+    );
+    return new RemoteSamplingClient(this.api, policy, policy.handle, await this.tokenizer(adapter.baseModel));
+  }
+}
+
+async function submit<T>(
+  api: Api,
+  route: string,
+  body: unknown,
+  output: z.ZodType<T>,
+): Promise<ApiFuture<T>> {
+  return new RemoteFuture(api, await api.request<FutureRef>("POST", route, body), output);
+}
+
+export class RemoteTrainingClient implements TrainingClient {
+  constructor(
+    private readonly service: RemoteServiceClient,
+    readonly adapterId: string,
+    private readonly tokenizer: TextTokenizer,
+  ) {}
+
+  private call<T>(route: string, body: object, output: z.ZodType<T>): Promise<ApiFuture<T>> {
+    return submit(this.service.api, `/v1/training/${route}`, { adapterId: this.adapterId, ...body }, output);
+  }
+
+  forward(
+    data: Datum[],
+    lossFn: LossFn,
+    lossFnConfig?: Partial<LossFnConfig>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return this.call(
+      "forward",
+      { data, lossFn, ...(lossFnConfig ? { lossFnConfig } : {}) },
+      REQUEST_OUTPUTS.FORWARD,
+    );
+  }
+
+  forwardBackward(
+    data: Datum[],
+    lossFn: LossFn,
+    lossFnConfig?: Partial<LossFnConfig>,
+  ): Promise<ApiFuture<ForwardBackwardOutput>> {
+    return this.call(
+      "forward-backward",
+      { data, lossFn, ...(lossFnConfig ? { lossFnConfig } : {}) },
+      REQUEST_OUTPUTS.FORWARD_BACKWARD,
+    );
+  }
+
+  optimStep(adam?: AdamParamsInput): Promise<ApiFuture<OptimStepOutput>> {
+    return this.call("optim-step", adam ? { adam } : {}, REQUEST_OUTPUTS.OPTIM_STEP);
+  }
+
+  saveWeightsForSampler(name: string): Promise<ApiFuture<SavedWeights>> {
+    return this.call("save-weights-for-sampler", { name }, REQUEST_OUTPUTS.SAVE_WEIGHTS_FOR_SAMPLER);
+  }
+
+  saveState(name: string): Promise<ApiFuture<SavedState>> {
+    return this.call("save-state", { name }, REQUEST_OUTPUTS.SAVE_STATE);
+  }
+
+  async loadState(path: string): Promise<ApiFuture<void>> {
+    const future = await this.call("load-state", { path }, REQUEST_OUTPUTS.LOAD_STATE);
+    return { result: async () => void (await future.result()) };
+  }
+
+  async createSamplingClient(handle?: string): Promise<SamplingClient> {
+    const resolved = handle ?? (await (await this.saveWeightsForSampler("latest")).result()).handle;
+    return new RemoteSamplingClient(this.service.api, { handle: resolved }, resolved, this.tokenizer);
+  }
+
+  getTokenizer(): TextTokenizerLike {
+    return this.tokenizer;
+  }
+}
+
+export class RemoteSamplingClient implements SamplingClient {
+  constructor(
+    private readonly api: Api,
+    private readonly ref: { handle: string } | { baseModel: string },
+    readonly policy: string,
+    private readonly tokenizer: TextTokenizer,
+  ) {}
+
+  sample(
+    prompt: ModelInput,
+    numSamples: number,
+    params: SamplingParamsInput,
+  ): Promise<ApiFuture<SampleResponse>> {
+    return submit(
+      this.api,
+      "/v1/sampling/sample",
+      { policy: this.ref, prompt, numSamples, params },
+      REQUEST_OUTPUTS.SAMPLE,
+    );
+  }
+
+  computeLogprobs(sequence: ModelInput): Promise<ApiFuture<(number | null)[]>> {
+    return submit(
+      this.api,
+      "/v1/sampling/compute-logprobs",
+      { policy: this.ref, sequence },
+      REQUEST_OUTPUTS.COMPUTE_LOGPROBS,
+    );
+  }
+
+  getTokenizer(): TextTokenizerLike {
+    return this.tokenizer;
+  }
+}

@@ -1,0 +1,3 @@
+export { ApiError, type RemoteOptions } from "./api.ts";
+export { RemoteSamplingClient, RemoteServiceClient, RemoteTrainingClient } from "./clients.ts";
+export { RemoteFuture, RequestFailedError } from "./future.ts";
