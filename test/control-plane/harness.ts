@@ -78,6 +78,7 @@ export class ControlPlane {
         OPENTINKER_DATA_DIR: this.dir,
         WORKER_HEARTBEAT_MS: String(HEARTBEAT_MS),
         WORKER_STALE_AFTER_MS: String(STALE_AFTER_MS),
+        WORKER_CONCURRENCY: "8",
         ...env,
       },
       stdio: ["ignore", "pipe", "pipe"],

@@ -10,7 +10,7 @@ const ZWorkerEnv = z.object({
   WORKER_CAPACITY: z.coerce.number().int().positive().default(4),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5000),
   /** Queue jobs run at once (sampling requests batch together up to this). */
-  WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(32),
+  WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(16),
   OPENTINKER_DATA_DIR: z.string().min(1).default(path.resolve(".data")),
 });
 

@@ -8,6 +8,7 @@ import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
 import { type Heartbeat, startHeartbeat } from "./heartbeat.ts";
 import { startQueue } from "./queue.ts";
+import { jobTask } from "./tasks/job.ts";
 import { samplingTask } from "./tasks/sampling.ts";
 import { trainingTask } from "./tasks/training.ts";
 
@@ -69,6 +70,7 @@ async function main(): Promise<void> {
   const workerId = heartbeat.workerId();
   const taskList: TaskList = {
     [tasks.train(workerId)]: trainingTask(db, host),
+    [tasks.job]: jobTask(db, host, workerId),
   };
   for (const base of bases) taskList[tasks.sample(base.id)] = samplingTask(db, host, base.id);
   if (stopping) return;

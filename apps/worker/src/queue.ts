@@ -11,10 +11,14 @@ export async function startQueue(
 ): Promise<Runner> {
   const events = new EventEmitter() as WorkerEvents;
   const ids: string[] = [];
+  // Jobs are locked by the pool's id (batched fetches) or by a worker's id.
+  events.on("pool:create", ({ workerPool }) => ids.push(workerPool.id));
   events.on("worker:create", ({ worker }) => ids.push(worker.workerId));
   const runner = await run({
     connectionString: options.url,
     concurrency: options.concurrency,
+    // One connection per concurrent job at most; the jobs' own queries use Prisma's pool.
+    maxPoolSize: options.concurrency,
     noHandleSignals: true,
     // New jobs arrive by LISTEN/NOTIFY; polling only catches retries.
     pollInterval: 2000,

@@ -7,6 +7,7 @@ export * from "./database-url.ts";
 export { findFreePort, isPortFree } from "./free-port.ts";
 export { Prisma } from "./generated/prisma/client.ts";
 export type * from "./generated/prisma/enums.ts";
+export * from "./job-steps.ts";
 export * from "./jobs.ts";
 export * from "./metrics.ts";
 export * from "./migrate.ts";

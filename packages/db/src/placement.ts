@@ -85,6 +85,6 @@ export async function failAdapterRequests(db: DbTx, adapterId: string, reason: s
       UPDATE "Request" SET status = 'FAILED', error = ${reason}, "finishedAt" = now()
       WHERE "adapterId" = ${adapterId} AND seq IS NOT NULL AND status IN ('QUEUED', 'RUNNING')
       RETURNING id)
-    SELECT id, pg_notify(${REQUEST_CHANNEL}, id) FROM done`;
+    SELECT id FROM done, LATERAL (SELECT pg_notify(${REQUEST_CHANNEL}, done.id)) AS notified`;
   return rows.length;
 }

@@ -9,3 +9,6 @@ export const tasks = {
   sample: (baseModelId: string) => `sample:${baseModelId}`,
   job: "job",
 } as const;
+
+/** The NOTIFY channel on which a job's new metrics are announced ({ teamId, jobId, step }). */
+export const METRICS_CHANNEL = "opentinker_metrics";

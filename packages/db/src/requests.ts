@@ -156,6 +156,6 @@ export async function finishRequest(
         error = ${error}, "finishedAt" = now()
       WHERE id = ${requestId} AND status IN ('QUEUED', 'RUNNING')
       RETURNING id)
-    SELECT id, pg_notify(${REQUEST_CHANNEL}, id) FROM done`;
+    SELECT id FROM done, LATERAL (SELECT pg_notify(${REQUEST_CHANNEL}, done.id)) AS notified`;
   return rows.length === 1;
 }

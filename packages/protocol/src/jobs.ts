@@ -63,6 +63,8 @@ export const ZRlJobConfig = z
     adam: ZAdamParams.partial().default({}),
     sampling: ZSamplingSettings.default({}),
     scaleByStd: z.boolean().default(false),
+    /** Skip groups whose rewards are all equal (no signal); false trains on them with zero advantage. */
+    dropConstantGroups: z.boolean().default(true),
     seed: z.number().int().min(0).default(0),
     checkpointEvery: z.number().int().min(1).default(1),
     validation: z

@@ -44,6 +44,15 @@ export interface TrainRlConfig {
   klPenalty?: KlPenalty;
   /** Save the training state (weights, AdamW moments, step) every this many steps. */
   checkpointEvery?: number;
+  /** Resume at this step (the training client already holds the state it reached). */
+  startStep?: number;
+  /**
+   * Called after each step with its rollouts and metrics, and awaited, so a
+   * server can store them before the next step begins.
+   */
+  onStep?: (step: number, groups: TrajectoryGroup[], record: MetricsRecord) => Promise<void>;
+  /** Asked before each step; true ends the run early (cancelled, or the worker drains). */
+  shouldStop?: () => boolean | Promise<boolean>;
 }
 
 /**
@@ -149,7 +158,8 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
   const tc = config.trainingClient;
   const history: MetricsRecord[] = [];
   let sampler = await publish(tc);
-  for (let step = 0; step < config.dataset.batches; step++) {
+  for (let step = config.startStep ?? 0; step < config.dataset.batches; step++) {
+    if (await config.shouldStop?.()) break;
     // The whole window uses one snapshot version (C4).
     const groups = await rolloutGroups(config.dataset.batch(step), sampler.client, {
       policyVersion: sampler.version,
@@ -169,6 +179,7 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
     if (config.validation && (step + 1) % config.validation.every === 0) {
       Object.assign(record, (await evaluate(sampler, config.validation.dataset, config)).metrics, { step });
     }
+    await config.onStep?.(step, groups, record);
     config.sink?.write(record);
     history.push(record);
   }

@@ -13,17 +13,30 @@ export interface TrainSftConfig {
   /** Datums to report the loss on (forward only) after every epoch. */
   validation?: Datum[];
   sink?: MetricsSink;
+  /** Resume at this step (the training client already holds the state it reached). */
+  startStep?: number;
+  /** Called after each step, and awaited (a server stores the metrics and checkpoints). */
+  onStep?: (record: MetricsRecord) => Promise<void>;
+  /** Asked before each step; true ends the run early. */
+  shouldStop?: () => boolean | Promise<boolean>;
+}
+
+/** Steps in an SFT run: one per batch per epoch. */
+export function sftSteps(config: Pick<TrainSftConfig, "data" | "epochs" | "batchSize">): number {
+  return (config.epochs ?? 1) * Math.ceil(config.data.length / (config.batchSize ?? 8));
 }
 
 export async function trainSft(
   config: TrainSftConfig,
-): Promise<{ history: MetricsRecord[]; handle: string }> {
+): Promise<{ history: MetricsRecord[]; handle: string | null }> {
   const tc = config.trainingClient;
   const batchSize = config.batchSize ?? 8;
   const history: MetricsRecord[] = [];
   let step = 0;
   for (let epoch = 0; epoch < (config.epochs ?? 1); epoch++) {
-    for (let start = 0; start < config.data.length; start += batchSize) {
+    for (let start = 0; start < config.data.length; start += batchSize, step++) {
+      if (step < (config.startStep ?? 0)) continue;
+      if (await config.shouldStop?.()) return { history, handle: null };
       // Queued back to back; results are collected after both are accepted.
       const fb = await tc.forwardBackward(config.data.slice(start, start + batchSize), "cross_entropy");
       const opt = await tc.optimStep(config.adam);
@@ -34,9 +47,9 @@ export async function trainSft(
         const val = await (await tc.forward(config.validation, "cross_entropy")).result();
         record["val/loss/mean"] = val.metrics["loss:mean"] as number;
       }
+      await config.onStep?.(record);
       config.sink?.write(record);
       history.push(record);
-      step++;
     }
   }
   const saved = await (await tc.saveWeightsForSampler("sft")).result();

@@ -1,0 +1,44 @@
+// A job's environment as a dataset of seeded batches (packages/envs).
+
+import { arithmeticDataset, guessNumberDataset, type Split } from "@opentinker/envs";
+import { type BuiltinEnvConfig, ZBuiltinEnvConfig, ZBuiltinEnvironment } from "@opentinker/protocol";
+import type { RendererTokenizer, RlDataset } from "@opentinker/sdk";
+
+export interface EnvironmentRow {
+  kind: "BUILTIN" | "REMOTE";
+  builtin: string | null;
+  url: string | null;
+  config: unknown;
+}
+
+export interface DatasetShape {
+  tokenizer: RendererTokenizer;
+  split: Split;
+  seed: number;
+  batches: number;
+  groupsPerBatch: number;
+  groupSize: number;
+}
+
+export function environmentDataset(env: EnvironmentRow, shape: DatasetShape): RlDataset {
+  if (env.kind === "REMOTE")
+    throw new RangeError(`remote environments (${env.url}) cannot run server-side jobs yet`);
+  const kind = ZBuiltinEnvironment.parse(env.builtin);
+  const config: BuiltinEnvConfig = ZBuiltinEnvConfig.parse(env.config ?? {});
+  const text = {
+    ...(config.formatPenalty === undefined ? {} : { formatPenalty: config.formatPenalty }),
+    ...(config.maxTokens === undefined ? {} : { maxTokens: config.maxTokens }),
+  };
+  if (kind === "arithmetic")
+    return arithmeticDataset({
+      ...shape,
+      ...text,
+      ...(config.maxOperand ? { maxOperand: config.maxOperand } : {}),
+    });
+  return guessNumberDataset({
+    ...shape,
+    ...text,
+    ...(config.maxNumber ? { max: config.maxNumber } : {}),
+    ...(config.maxGuesses ? { maxTurns: config.maxGuesses } : {}),
+  });
+}

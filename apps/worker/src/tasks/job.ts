@@ -1,0 +1,87 @@
+// The queue task that runs a server-side job. A job whose worker died is picked
+// up again by another worker (the queue releases the lost worker's lock) and
+// resumes from its last checkpoint; a worker that drains checkpoints and hands
+// the job back to the queue.
+import { type Db, discardJobStepsFrom, finishJob } from "@opentinker/db";
+import type { Task } from "graphile-worker";
+import { z } from "zod";
+import type { EngineHost } from "../engine-host.ts";
+import { applyRetention } from "../jobs/retention.ts";
+import { checkpointName, runJob } from "../jobs/run-job.ts";
+import { errorMessage } from "./request-task.ts";
+
+const ZPayload = z.object({ jobId: z.string().min(1) });
+
+async function loadJob(db: Db, jobId: string) {
+  return db.job.findUnique({ where: { id: jobId }, include: { environment: true } });
+}
+
+type JobRow = NonNullable<Awaited<ReturnType<typeof loadJob>>>;
+
+/** Restores the job's latest checkpoint (saving step 0 on a first start); returns its step. */
+async function resumePoint(db: Db, job: JobRow, session: Awaited<ReturnType<EngineHost["session"]>>) {
+  // The job's own step is in the name (the trainer's step can lag it: steps with
+  // nothing to train on apply no optimizer step).
+  const prefix = `job-${job.id}-step-`;
+  const saved = await db.checkpoint.findMany({ where: { jobId: job.id, name: { startsWith: prefix } } });
+  const latest = saved
+    .map((c) => ({ name: c.name, step: Number(c.name.slice(prefix.length)) }))
+    .sort((a, b) => b.step - a.step)[0];
+  if (!latest) {
+    await session.saveState(checkpointName(job.id, 0), job.id);
+    await discardJobStepsFrom(db, job.id, 0);
+    return 0;
+  }
+  const step = latest.step;
+  await session.loadState(
+    `opentinker://${session.adapter.team.slug}/${session.adapter.id}/state/${latest.name}`,
+  );
+  await discardJobStepsFrom(db, job.id, step);
+  return step;
+}
+
+async function handBack(db: Db, jobId: string): Promise<void> {
+  await db.$executeRaw`SELECT graphile_worker.add_job('job', json_build_object('jobId', ${jobId}::text),
+    max_attempts => 25, job_key => ${`job:${jobId}`}::text)`;
+}
+
+export function jobTask(db: Db, host: EngineHost, workerId: string): Task {
+  return async (payload) => {
+    const { jobId } = ZPayload.parse(payload);
+    const job = await loadJob(db, jobId);
+    if (!job || !["QUEUED", "RUNNING"].includes(job.status)) return;
+    if (job.cancelRequestedAt) return finishJob(db, job, "CANCELLED");
+    await db.job.update({
+      where: { id: job.id },
+      data: { status: "RUNNING", workerId, startedAt: job.startedAt ?? new Date() },
+    });
+    // The job holds its adapter's training state here, rebuilt from the checkpoint.
+    await db.adapter.update({ where: { id: job.adapterId }, data: { workerId } });
+    host.release(job.adapterId);
+    let cancelled = false;
+    const shouldStop = async () => {
+      if (host.draining) return true;
+      const row = await db.job.findUnique({ where: { id: job.id }, select: { cancelRequestedAt: true } });
+      cancelled = row?.cancelRequestedAt != null;
+      return cancelled;
+    };
+    try {
+      const session = await host.session(job.adapterId);
+      const startStep = await resumePoint(db, job, session);
+      await runJob({ host, job, session, startStep, shouldStop });
+      if (host.draining && !cancelled) {
+        // Checkpointed at every step boundary; another worker continues from there.
+        await handBack(db, job.id);
+        return;
+      }
+      await finishJob(db, job, cancelled ? "CANCELLED" : "SUCCEEDED");
+    } catch (error) {
+      await finishJob(db, job, "FAILED", errorMessage(error));
+    } finally {
+      host.release(job.adapterId);
+      await db.adapter.updateMany({ where: { id: job.adapterId, workerId }, data: { workerId: null } });
+    }
+    const retention = (job.config as { retention?: unknown } | null)?.retention;
+    await applyRetention(db, host.store, job.id, typeof retention === "string" ? retention : "keep-final");
+  };
+}

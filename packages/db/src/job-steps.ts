@@ -1,0 +1,55 @@
+// What a server-side job stores per step, atomically: its trajectories, its
+// metrics and its progress; then the web processes are told (NOTIFY) so that
+// the dashboard's live charts update.
+import type { Db } from "./client.ts";
+import type { JobStatus } from "./generated/prisma/enums.ts";
+import { recordMetrics } from "./metrics.ts";
+import { METRICS_CHANNEL } from "./queue-names.ts";
+import { insertTrajectories, type TrajectoryInput } from "./trajectories.ts";
+
+export interface MetricsNotice {
+  teamId: string;
+  jobId: string;
+  step: number;
+}
+
+export function recordJobStep(
+  db: Db,
+  job: { teamId: string; id: string },
+  step: number,
+  values: Record<string, number>,
+  trajectories: TrajectoryInput[],
+): Promise<void> {
+  const finite = Object.fromEntries(Object.entries(values).filter(([, v]) => Number.isFinite(v)));
+  const notice: MetricsNotice = { teamId: job.teamId, jobId: job.id, step };
+  return db.$transaction(async (tx) => {
+    await insertTrajectories(tx, job.teamId, job.id, trajectories);
+    await recordMetrics(tx, job.teamId, job.id, step, finite);
+    await tx.job.update({ where: { id: job.id }, data: { step: step + 1 } });
+    await tx.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${JSON.stringify(notice)})`;
+  });
+}
+
+/**
+ * Before a job resumes from a checkpoint at `step`: forgets what later steps
+ * stored, since they run again (so nothing is duplicated and nothing lost).
+ */
+export async function discardJobStepsFrom(db: Db, jobId: string, step: number): Promise<void> {
+  await db.$transaction([
+    db.trajectory.deleteMany({ where: { jobId, step: { gte: step } } }),
+    db.metric.deleteMany({ where: { jobId, step: { gte: step } } }),
+    db.job.update({ where: { id: jobId }, data: { step } }),
+  ]);
+}
+
+/** Ends a job; its queued work is cancelled with it. */
+export async function finishJob(
+  db: Db,
+  job: { teamId: string; id: string },
+  status: JobStatus,
+  error: string | null = null,
+): Promise<void> {
+  await db.job.update({ where: { id: job.id }, data: { status, error, finishedAt: new Date() } });
+  const notice = JSON.stringify({ teamId: job.teamId, jobId: job.id, status });
+  await db.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${notice})`;
+}
