@@ -48,7 +48,9 @@ export function createRestHandler(deps: ApiDeps) {
     req.url = (req.url ?? "/").replace(/^\/api/, "");
     if (req.method === "POST" || req.method === "PUT" || req.method === "PATCH") {
       const type = req.headers["content-type"] ?? "";
-      if (!type.startsWith("application/json"))
+      const hasBody =
+        Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+      if (hasBody && !type.startsWith("application/json"))
         return sendError(
           res,
           415,
