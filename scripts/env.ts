@@ -13,6 +13,8 @@ const ZStartEnv = z.object({
   HOST: z.string().min(1).default("127.0.0.1"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   OPENTINKER_DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, ".data")),
+  /** More base models: "name=/path/to/hf-dir,other=/path". */
+  OPENTINKER_MODELS: z.string().optional(),
 });
 
 export type StartEnv = z.infer<typeof ZStartEnv>;

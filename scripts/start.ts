@@ -11,6 +11,7 @@ import {
   openDatabaseServer,
   seed,
 } from "@opentinker/db";
+import { baseModels } from "./base-models.ts";
 import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService, stopProcess } from "./processes.ts";
 
@@ -58,15 +59,19 @@ async function startServices(
       : "database: schema up to date",
   );
   const db = createDb(server.url);
-  const seeded = await seed(db);
+  const seeded = await seed(db, {
+    baseModels: await baseModels(env.OPENTINKER_DATA_DIR, env.OPENTINKER_MODELS),
+  });
   await db.$disconnect();
   if (seeded.createdApiKey) say(`demo team's API key (shown once, keep it): ${seeded.createdApiKey}`);
+  say(`base models: ${seeded.baseModels.join(", ")}`);
 
   const childEnv = {
     ...process.env,
     DATABASE_URL: server.url,
     HOST: env.HOST,
     PORT: String(env.PORT),
+    OPENTINKER_DATA_DIR: env.OPENTINKER_DATA_DIR,
     NEXT_TELEMETRY_DISABLED: "1",
     TURBO_TELEMETRY_DISABLED: "1",
   };

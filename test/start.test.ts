@@ -59,6 +59,22 @@ async function until<T>(
   }
 }
 
+function runRemoteExample(url: string, key: string): Promise<{ code: number | null; output: string }> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "examples/rl-remote.ts", "--url", url, "--steps", "2"],
+    { cwd: ROOT, env: { ...process.env, OPENTINKER_API_KEY: key }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, output })));
+}
+
 function baseEnv(dataDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -104,6 +120,11 @@ describe("npm start", () => {
       const page = await fetch(url);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain("OpenTinker");
+      // The remote example trains against this server with the printed key.
+      const key = /API key \(shown once, keep it\): (ot_\S+)/.exec(first.output())?.[1] as string;
+      const example = await runRemoteExample(url, key);
+      expect(example.output, example.output).toMatch(/reward \d\.\d+ → \d\.\d+ over 2 steps/);
+      expect(example.code).toBe(0);
     } finally {
       interrupt(first);
     }

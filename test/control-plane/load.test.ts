@@ -5,7 +5,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
-import { buildSftDatum, type Datum, modelInputFromTokens, type ServiceClient } from "@opentinker/protocol";
+import {
+  buildSftDatum,
+  type Datum,
+  modelInputFromTokens,
+  type SamplingClient,
+  type ServiceClient,
+} from "@opentinker/protocol";
 import { RemoteServiceClient } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team } from "./harness.ts";
@@ -51,15 +57,13 @@ describe("load", () => {
     try {
       const base = await loadBaseModel(path.join(cp.dir, "model"), BASE);
       const local = InProcessServiceClient.local([base], dir, "local");
-      const expected = [];
+      const expected: SamplingClient[] = [];
       for (let i = 0; i < 20; i++) expected.push(await trainedAdapter(local, i));
       const prompt = modelInputFromTokens([5, 6, 7]);
       // The adapters really differ: the same request gives other logprobs on another adapter.
       const [first, second] = await Promise.all(
         [0, 1].map(async (i) =>
-          (
-            await (expected[i] as (typeof expected)[number]).sample(prompt, 1, { maxTokens: 1, seed: 3 })
-          ).result(),
+          (await (expected[i] as SamplingClient).sample(prompt, 1, { maxTokens: 1, seed: 3 })).result(),
         ),
       );
       expect(first?.sequences[0]?.logprobs[0]).not.toBeCloseTo(
@@ -78,7 +82,7 @@ describe("load", () => {
       const seconds = (performance.now() - started) / 1000;
       for (const [r, { adapter, seed }] of requests.entries()) {
         const want = await (
-          await (expected[adapter] as (typeof expected)[number]).sample(prompt, 2, { maxTokens: 4, seed })
+          await (expected[adapter] as SamplingClient).sample(prompt, 2, { maxTokens: 4, seed })
         ).result();
         const got = answers[r];
         expect(

@@ -7,6 +7,7 @@ import { getDb, RequestWaiter } from "@opentinker/db";
 import next from "next";
 import { readWebEnv } from "../env.ts";
 import { createRequestListener } from "./http.ts";
+import { attachMetricsRelay } from "./realtime/metrics-relay.ts";
 
 const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
   await app.prepare();
   const handle = app.getRequestHandler();
   const server = createServer(createRequestListener({ db, waiter, pages: (req, res) => handle(req, res) }));
+  const relay = await attachMetricsRelay(server, { db, url: env.DATABASE_URL });
   server.listen(env.PORT, env.HOST, () => {
     const address = server.address();
     const port = typeof address === "object" && address ? address.port : env.PORT;
@@ -29,8 +31,11 @@ async function main(): Promise<void> {
   });
 
   const shutdown = () => {
-    server.close(() => void Promise.all([waiter.close(), db.$disconnect()]).finally(() => process.exit(0)));
-    server.closeAllConnections();
+    // The relay goes first: its open WebSockets would otherwise hold server.close open.
+    void relay.close().finally(() => {
+      server.close(() => void Promise.all([waiter.close(), db.$disconnect()]).finally(() => process.exit(0)));
+      server.closeAllConnections();
+    });
   };
   process.on("SIGTERM", shutdown);
   process.on("SIGINT", shutdown);

@@ -2,15 +2,22 @@ import type { IncomingMessage } from "node:http";
 import { authenticateApiKey, type Db, type RequestWaiter } from "@opentinker/db";
 import type { Caller, Context } from "../trpc/init.ts";
 
-/** The caller named by `Authorization: Bearer <API key>`, or null. */
-export async function callerFromRequest(db: Db, req: IncomingMessage): Promise<Caller | null> {
-  const header = req.headers.authorization;
-  const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
-  if (!match?.[1]) return null;
-  const auth = await authenticateApiKey(db, match[1]);
+/** The token of an `Authorization: Bearer <token>` header. */
+export const bearerToken = (header: string | undefined): string | undefined =>
+  header ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : undefined;
+
+/** The team an API key acts for, or null for a missing, unknown or revoked key. */
+export async function callerFromApiKey(db: Db, key: string | undefined): Promise<Caller | null> {
+  if (!key) return null;
+  const auth = await authenticateApiKey(db, key);
   if (!auth) return null;
   const team = await db.team.findUnique({ where: { id: auth.teamId }, select: { slug: true } });
   return team ? { teamId: auth.teamId, teamSlug: team.slug, apiKeyId: auth.apiKeyId } : null;
+}
+
+/** The caller named by `Authorization: Bearer <API key>`, or null. */
+export function callerFromRequest(db: Db, req: IncomingMessage): Promise<Caller | null> {
+  return callerFromApiKey(db, bearerToken(req.headers.authorization));
 }
 
 export interface ApiDeps {

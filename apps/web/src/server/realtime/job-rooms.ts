@@ -1,0 +1,58 @@
+// A connection's requests: join a job's room (after checking the job is the
+// caller's team's) with its history, or leave it.
+import { type Db, getJob, listMetrics } from "@opentinker/db";
+import type { Socket } from "socket.io";
+import type { Caller } from "../trpc/init.ts";
+import {
+  type ClientToServerEvents,
+  jobRoom,
+  type ServerToClientEvents,
+  type SubscribeAck,
+  ZJobRequest,
+} from "./events.ts";
+
+export interface SocketData {
+  caller: Caller;
+}
+
+export type RelaySocket = Socket<
+  ClientToServerEvents,
+  ServerToClientEvents,
+  Record<string, never>,
+  SocketData
+>;
+
+const BAD_REQUEST = "send { jobId: string }";
+
+async function subscribe(db: Db, socket: RelaySocket, request: unknown): Promise<SubscribeAck> {
+  const parsed = ZJobRequest.safeParse(request);
+  if (!parsed.success) return { ok: false, error: BAD_REQUEST };
+  const { jobId } = parsed.data;
+  const { teamId } = socket.data.caller;
+  // Another team's job and a missing one get the same answer, so ids of other
+  // teams' jobs cannot be probed.
+  if (!(await getJob(db, teamId, jobId))) return { ok: false, error: `job ${jobId} not found` };
+  // A socket that left meanwhile must not be put in a room it would never leave.
+  if (socket.disconnected) return { ok: false, error: "disconnected" };
+  // Join before reading the history: a step stored in between then arrives
+  // live (perhaps twice; clients key by step) rather than not at all.
+  await socket.join(jobRoom(jobId));
+  const rows = await listMetrics(db, teamId, jobId);
+  return { ok: true, metrics: rows.map(({ step, name, value }) => ({ step, name, value })) };
+}
+
+export function handleJobRooms(db: Db, socket: RelaySocket): void {
+  socket.on("subscribe", (request, ack) => {
+    // Without an ack the client could not learn the outcome nor get the history.
+    if (typeof ack !== "function") return;
+    subscribe(db, socket, request).then(ack, (error: unknown) => {
+      console.error(`web: realtime subscribe failed: ${error instanceof Error ? error.message : error}`);
+      ack({ ok: false, error: "internal error" });
+    });
+  });
+  socket.on("unsubscribe", (request, ack) => {
+    const parsed = ZJobRequest.safeParse(request);
+    if (parsed.success) void socket.leave(jobRoom(parsed.data.jobId));
+    if (typeof ack === "function") ack(parsed.success ? { ok: true } : { ok: false, error: BAD_REQUEST });
+  });
+}

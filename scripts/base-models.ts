@@ -1,0 +1,43 @@
+// The base models `npm start` registers: a small random model it writes itself
+// (deterministic, in the real Hugging Face layout; enough to try the API and the
+// examples before the built-in pretrained models land), plus any local model
+// directories named in OPENTINKER_MODELS ("name=/path/to/hf-dir,other=/path").
+import { existsSync } from "node:fs";
+import path from "node:path";
+import type { BaseModelInput } from "@opentinker/db";
+import { loadModelConfig } from "@opentinker/engine";
+import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+
+export const STARTER_MODEL = "tiny-random";
+
+async function describe(name: string, dir: string): Promise<BaseModelInput> {
+  const config = await loadModelConfig(dir);
+  return {
+    name,
+    path: dir,
+    architecture: config.architecture,
+    vocabSize: config.vocabSize,
+    contextLength: config.maxPositionEmbeddings,
+  };
+}
+
+export function parseModelList(value: string | undefined): { name: string; dir: string }[] {
+  return (value ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const eq = entry.indexOf("=");
+      if (eq <= 0) throw new Error(`OPENTINKER_MODELS: "${entry}" is not name=/path/to/model`);
+      return { name: entry.slice(0, eq), dir: path.resolve(entry.slice(eq + 1)) };
+    });
+}
+
+export async function baseModels(dataDir: string, list: string | undefined): Promise<BaseModelInput[]> {
+  const starter = path.join(dataDir, "models", STARTER_MODEL);
+  if (!existsSync(path.join(starter, "config.json")))
+    await writeTinyModel(starter, { ...TINY_MODEL, seed: 2 });
+  const models = [await describe(STARTER_MODEL, starter)];
+  for (const { name, dir } of parseModelList(list)) models.push(await describe(name, dir));
+  return models;
+}
