@@ -6,5 +6,6 @@ export * from "./handles.ts";
 export * from "./jobs.ts";
 export * from "./losses.ts";
 export * from "./model-input.ts";
+export * from "./remote-env.ts";
 export * from "./sampling.ts";
 export * from "./tensor.ts";

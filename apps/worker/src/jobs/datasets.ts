@@ -1,8 +1,14 @@
 // A job's environment as a dataset of seeded batches (packages/envs).
 
 import { arithmeticDataset, guessNumberDataset, type Split } from "@opentinker/envs";
-import { type BuiltinEnvConfig, ZBuiltinEnvConfig, ZBuiltinEnvironment } from "@opentinker/protocol";
-import type { RendererTokenizer, RlDataset } from "@opentinker/sdk";
+import {
+  type BuiltinEnvConfig,
+  isAllowedRemoteHost,
+  remoteEnvHosts,
+  ZBuiltinEnvConfig,
+  ZBuiltinEnvironment,
+} from "@opentinker/protocol";
+import { type RendererTokenizer, type RlDataset, remoteEnvDataset } from "@opentinker/sdk";
 
 export interface EnvironmentRow {
   kind: "BUILTIN" | "REMOTE";
@@ -21,8 +27,16 @@ export interface DatasetShape {
 }
 
 export function environmentDataset(env: EnvironmentRow, shape: DatasetShape): RlDataset {
-  if (env.kind === "REMOTE")
-    throw new RangeError(`remote environments (${env.url}) cannot run server-side jobs yet`);
+  if (env.kind === "REMOTE") {
+    const url = env.url ?? "";
+    // Checked again here: the allow-list may have changed since the environment was created.
+    if (!isAllowedRemoteHost(url, remoteEnvHosts(process.env)))
+      throw new RangeError(
+        `remote environment ${url} is not on this worker's allow-list (OPENTINKER_REMOTE_ENV_HOSTS)`,
+      );
+    const { tokenizer: _tokenizer, ...rest } = shape;
+    return remoteEnvDataset(url, { ...rest, config: (env.config ?? {}) as Record<string, unknown> });
+  }
   const kind = ZBuiltinEnvironment.parse(env.builtin);
   const config: BuiltinEnvConfig = ZBuiltinEnvConfig.parse(env.config ?? {});
   const text = {

@@ -73,7 +73,9 @@ export function jobTask(db: Db, host: EngineHost, workerId: string): Task {
         // Checkpoint where it stopped, so another worker continues from there.
         const { step } = await db.job.findUniqueOrThrow({ where: { id: job.id }, select: { step: true } });
         const name = checkpointName(job.id, step);
-        if (!(await db.checkpoint.findUnique({ where: { adapterId_name: { adapterId: job.adapterId, name } } })))
+        if (
+          !(await db.checkpoint.findUnique({ where: { adapterId_name: { adapterId: job.adapterId, name } } }))
+        )
           await session.saveState(name, job.id);
         await handBack(db, job.id);
         return;

@@ -1,6 +1,11 @@
 // Environments a team's jobs run: a built-in kind with its config, or a remote
 // HTTP environment on a host the operator allowed (OPENTINKER_REMOTE_ENV_HOSTS).
-import { ZEnvironmentInput, ZEnvironmentRequest } from "@opentinker/protocol";
+import {
+  isAllowedRemoteHost,
+  remoteEnvHosts,
+  ZEnvironmentInput,
+  ZEnvironmentRequest,
+} from "@opentinker/protocol";
 import { z } from "zod";
 import { badRequest, notFound, router, teamProcedure } from "../init.ts";
 import { iso } from "../serialize.ts";
@@ -14,14 +19,6 @@ const ZEnvironment = z.object({
   config: z.record(z.string(), z.unknown()),
   createdAt: z.string(),
 });
-
-/** Hosts remote environments may live on (comma-separated host or host:port). */
-export function allowedRemoteHosts(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.OPENTINKER_REMOTE_ENV_HOSTS ?? "")
-    .split(",")
-    .map((h) => h.trim().toLowerCase())
-    .filter(Boolean);
-}
 
 type Row = {
   id: string;
@@ -47,11 +44,10 @@ export const environmentsRouter = router({
     .mutation(async ({ ctx, input: request }) => {
       const input = ZEnvironmentInput.parse(request);
       if (input.kind === "REMOTE") {
-        const url = new URL(input.url);
-        const allowed = allowedRemoteHosts();
-        if (!allowed.includes(url.host.toLowerCase()) && !allowed.includes(url.hostname.toLowerCase()))
+        const allowed = remoteEnvHosts(process.env);
+        if (!isAllowedRemoteHost(input.url, allowed))
           badRequest(
-            `url: host ${url.host} is not on the allow-list for remote environments (OPENTINKER_REMOTE_ENV_HOSTS: ${allowed.join(", ") || "empty"})`,
+            `url: host ${new URL(input.url).host} is not on the allow-list for remote environments (OPENTINKER_REMOTE_ENV_HOSTS: ${allowed.join(", ") || "empty"})`,
           );
       }
       const row = await ctx.db.environment.create({
