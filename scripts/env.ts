@@ -13,6 +13,8 @@ const ZStartEnv = z.object({
   HOST: z.string().min(1).default("127.0.0.1"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   OPENTINKER_DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, ".data")),
+  /** Seals dashboard cookies; generated once into the data directory when unset. */
+  OPENTINKER_SESSION_SECRET: z.string().min(32).optional(),
   /** More base models: "name=/path/to/hf-dir,other=/path". */
   OPENTINKER_MODELS: z.string().optional(),
 });

@@ -6,6 +6,7 @@ import {
   createDb,
   type DatabaseServer,
   DatabaseUnreachableError,
+  DEMO_USER_EMAIL,
   describeDatabaseUrl,
   migrate,
   openDatabaseServer,
@@ -14,6 +15,7 @@ import {
 import { baseModels } from "./base-models.ts";
 import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService, stopProcess } from "./processes.ts";
+import { sessionSecret } from "./session-secret.ts";
 
 const say = (line: string) => console.log(`opentinker: ${line}`);
 
@@ -64,6 +66,8 @@ async function startServices(
   });
   await db.$disconnect();
   if (seeded.createdApiKey) say(`demo team's API key (shown once, keep it): ${seeded.createdApiKey}`);
+  if (seeded.createdPassword)
+    say(`dashboard sign-in (shown once, keep it): ${DEMO_USER_EMAIL} / ${seeded.createdPassword}`);
   say(`base models: ${seeded.baseModels.join(", ")}`);
 
   const childEnv = {
@@ -72,6 +76,8 @@ async function startServices(
     HOST: env.HOST,
     PORT: String(env.PORT),
     OPENTINKER_DATA_DIR: env.OPENTINKER_DATA_DIR,
+    OPENTINKER_SESSION_SECRET:
+      env.OPENTINKER_SESSION_SECRET ?? (await sessionSecret(env.OPENTINKER_DATA_DIR)),
     NEXT_TELEMETRY_DISABLED: "1",
     TURBO_TELEMETRY_DISABLED: "1",
   };

@@ -15,6 +15,8 @@ import { createRequestListener } from "../../apps/web/src/server/http.ts";
 
 const WORKER_MAIN = fileURLToPath(new URL("../../apps/worker/src/main.ts", import.meta.url));
 export const BASE = "tiny";
+/** Seals the test servers' dashboard session cookies. */
+export const SESSION_SECRET = "control-plane-tests-session-secret-0123456789";
 /** Workers heartbeat fast in tests, and count as lost soon after they stop. */
 const HEARTBEAT_MS = 200;
 export const STALE_AFTER_MS = 1500;
@@ -63,7 +65,7 @@ export class ControlPlane {
       contextLength: model.config.maxPositionEmbeddings,
     });
     const waiter = new RequestWaiter(t.db, t.url);
-    const server = createServer(createRequestListener({ db: t.db, waiter }));
+    const server = createServer(createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET }));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     return new ControlPlane(t, dir, url, server, waiter);

@@ -25,6 +25,7 @@ import type {
   StatusEvent,
 } from "../../apps/web/src/server/realtime/events.ts";
 import { attachMetricsRelay, type MetricsRelay } from "../../apps/web/src/server/realtime/metrics-relay.ts";
+import { SESSION_SECRET } from "./harness.ts";
 
 type Client = Socket<ServerToClientEvents, ClientToServerEvents>;
 
@@ -102,8 +103,8 @@ beforeAll(async () => {
     contextLength: 64,
   });
   waiter = new RequestWaiter(t.db, t.url);
-  server = createServer(createRequestListener({ db: t.db, waiter }));
-  relay = await attachMetricsRelay(server, { db: t.db, url: t.url });
+  server = createServer(createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET }));
+  relay = await attachMetricsRelay(server, { db: t.db, url: t.url, sessionSecret: SESSION_SECRET });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

@@ -5,6 +5,8 @@ const ZWebEnv = z.object({
   DATABASE_URL: z.string().min(1, "DATABASE_URL is required (npm start sets it)"),
   HOST: z.string().min(1).default("127.0.0.1"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** Seals dashboard session cookies; npm start generates one and keeps it in the data directory. */
+  OPENTINKER_SESSION_SECRET: z.string().min(32, "OPENTINKER_SESSION_SECRET must be at least 32 characters"),
 });
 
 export type WebEnv = z.infer<typeof ZWebEnv>;

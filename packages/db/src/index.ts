@@ -11,6 +11,7 @@ export * from "./job-steps.ts";
 export * from "./jobs.ts";
 export * from "./metrics.ts";
 export * from "./migrate.ts";
+export * from "./passwords.ts";
 export * from "./pg-listener.ts";
 export * from "./placement.ts";
 export * from "./queue-logger.ts";

@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { createApiKey } from "./api-keys.ts";
 import { type BaseModelInput, registerBaseModel } from "./base-models.ts";
 import type { Db } from "./client.ts";
+import { setUserPassword } from "./passwords.ts";
 
 export const DEMO_TEAM_SLUG = "demo";
 export const DEMO_USER_EMAIL = "demo@opentinker.local";
@@ -14,6 +16,8 @@ export interface SeedResult {
   teamId: string;
   /** The demo API key in plaintext, only on the run that created it. */
   createdApiKey: string | null;
+  /** The demo user's dashboard password, only on the run that set it. */
+  createdPassword: string | null;
   baseModels: string[];
 }
 
@@ -29,8 +33,10 @@ export async function seed(db: Db, options: SeedOptions = {}): Promise<SeedResul
     where: { email: DEMO_USER_EMAIL },
     create: { email: DEMO_USER_EMAIL, name: "Demo user" },
     update: {},
-    select: { id: true },
+    select: { id: true, passwordHash: true },
   });
+  const createdPassword = user.passwordHash ? null : randomBytes(12).toString("base64url");
+  if (createdPassword) await setUserPassword(db, user.id, createdPassword);
   await db.membership.upsert({
     where: { teamId_userId: { teamId: team.id, userId: user.id } },
     create: { teamId: team.id, userId: user.id, role: "OWNER" },
@@ -42,6 +48,7 @@ export async function seed(db: Db, options: SeedOptions = {}): Promise<SeedResul
   return {
     teamId: team.id,
     createdApiKey: created?.key ?? null,
+    createdPassword,
     baseModels: (options.baseModels ?? []).map((m) => m.name),
   };
 }

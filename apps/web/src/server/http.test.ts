@@ -5,6 +5,8 @@ import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRequestListener } from "./http.ts";
 
+const TEST_SESSION_SECRET = "test-session-secret-of-at-least-32-chars";
+
 let t: TestDatabase;
 beforeAll(async () => {
   t = await createTestDatabase();
@@ -24,7 +26,11 @@ describe("GET /api/health", () => {
     const beat = new Date("2026-01-02T03:04:05.000Z");
     await t.db.worker.create({ data: { host: "h", pid: 1, capacity: 1, heartbeatAt: beat } });
     const { base, server } = await serve(
-      createRequestListener({ db: t.db, waiter: new RequestWaiter(t.db, t.url) }),
+      createRequestListener({
+        db: t.db,
+        waiter: new RequestWaiter(t.db, t.url),
+        sessionSecret: TEST_SESSION_SECRET,
+      }),
     );
     try {
       const response = await fetch(`${base}/api/health`);
@@ -42,7 +48,11 @@ describe("GET /api/health", () => {
   it("answers 503 naming the database as unreachable when it is down", async () => {
     const down = createDb(`postgresql://postgres:x@127.0.0.1:${await findFreePort()}/nothing`);
     const { base, server } = await serve(
-      createRequestListener({ db: down, waiter: new RequestWaiter(down, t.url) }),
+      createRequestListener({
+        db: down,
+        waiter: new RequestWaiter(down, t.url),
+        sessionSecret: TEST_SESSION_SECRET,
+      }),
     );
     try {
       const response = await fetch(`${base}/api/health`);
@@ -58,7 +68,11 @@ describe("GET /api/health", () => {
 
   it("unknown API routes and wrong methods get JSON errors naming the route", async () => {
     const { base, server } = await serve(
-      createRequestListener({ db: t.db, waiter: new RequestWaiter(t.db, t.url) }),
+      createRequestListener({
+        db: t.db,
+        waiter: new RequestWaiter(t.db, t.url),
+        sessionSecret: TEST_SESSION_SECRET,
+      }),
     );
     try {
       const missing = await fetch(`${base}/api/nope`);

@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import type { Db, RequestWaiter } from "@opentinker/db";
+import { createAuthHandler } from "./api/auth-routes.ts";
+import type { ApiDeps } from "./api/context.ts";
 import { checkHealth } from "./api/health.ts";
 import { createRestHandler, openApiDocument } from "./api/rest.ts";
 import { createTrpcHandler } from "./api/trpc.ts";
@@ -16,13 +17,10 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
  * so they share one process-wide database client and can be tested without a
  * page build; every other path goes to the Next.js page handler.
  */
-export function createRequestListener(deps: {
-  db: Db;
-  waiter: RequestWaiter;
-  pages?: PageHandler;
-}): RequestListener {
+export function createRequestListener(deps: ApiDeps & { pages?: PageHandler }): RequestListener {
   const rest = createRestHandler(deps);
   const trpc = createTrpcHandler(deps);
+  const auth = createAuthHandler(deps);
   const fail = (res: ServerResponse) => (error: unknown) => {
     console.error(`web: API request failed: ${error instanceof Error ? error.message : error}`);
     if (!res.headersSent) sendJson(res, 500, { error: "internal error" });
@@ -31,6 +29,7 @@ export function createRequestListener(deps: {
     const url = new URL(req.url ?? "/", "http://localhost");
     if (url.pathname.startsWith("/api/v1/")) return void rest(req, res).catch(fail(res));
     if (url.pathname.startsWith("/api/trpc/")) return void Promise.resolve(trpc(req, res)).catch(fail(res));
+    if (url.pathname.startsWith("/api/auth/")) return void auth(req, res, url.pathname).catch(fail(res));
     if (url.pathname === "/api/openapi.json")
       return sendJson(res, 200, openApiDocument(`http://${req.headers.host ?? "localhost"}/api`));
     if (url.pathname === "/api/health") {

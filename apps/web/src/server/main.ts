@@ -21,8 +21,19 @@ async function main(): Promise<void> {
   const app = next({ dev: false, dir: APP_DIR, hostname: env.HOST, port: env.PORT });
   await app.prepare();
   const handle = app.getRequestHandler();
-  const server = createServer(createRequestListener({ db, waiter, pages: (req, res) => handle(req, res) }));
-  const relay = await attachMetricsRelay(server, { db, url: env.DATABASE_URL });
+  const server = createServer(
+    createRequestListener({
+      db,
+      waiter,
+      sessionSecret: env.OPENTINKER_SESSION_SECRET,
+      pages: (req, res) => handle(req, res),
+    }),
+  );
+  const relay = await attachMetricsRelay(server, {
+    db,
+    url: env.DATABASE_URL,
+    sessionSecret: env.OPENTINKER_SESSION_SECRET,
+  });
   server.listen(env.PORT, env.HOST, () => {
     const address = server.address();
     const port = typeof address === "object" && address ? address.port : env.PORT;

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { authenticateApiKey, type Db, type RequestWaiter } from "@opentinker/db";
 import type { Caller, Context } from "../trpc/init.ts";
+import { callerFromSessionCookie } from "./session.ts";
 
 /** The token of an `Authorization: Bearer <token>` header. */
 export const bearerToken = (header: string | undefined): string | undefined =>
@@ -15,20 +16,28 @@ export async function callerFromApiKey(db: Db, key: string | undefined): Promise
   return team ? { teamId: auth.teamId, teamSlug: team.slug, apiKeyId: auth.apiKeyId } : null;
 }
 
-/** The caller named by `Authorization: Bearer <API key>`, or null. */
-export function callerFromRequest(db: Db, req: IncomingMessage): Promise<Caller | null> {
-  return callerFromApiKey(db, bearerToken(req.headers.authorization));
+/** The caller: `Authorization: Bearer <API key>` for programs, else the dashboard's session cookie. */
+export async function callerFromRequest(
+  db: Db,
+  req: IncomingMessage,
+  sessionSecret: string,
+): Promise<Caller | null> {
+  const token = bearerToken(req.headers.authorization);
+  if (token) return callerFromApiKey(db, token);
+  return callerFromSessionCookie(db, req.headers.cookie, sessionSecret);
 }
 
 export interface ApiDeps {
   db: Db;
   waiter: RequestWaiter;
+  /** Seals the dashboard's session cookies (at least 32 characters). */
+  sessionSecret: string;
 }
 
 export function contextFactory(deps: ApiDeps) {
   return async ({ req }: { req: IncomingMessage }): Promise<Context> => ({
     db: deps.db,
     waiter: deps.waiter,
-    caller: await callerFromRequest(deps.db, req),
+    caller: await callerFromRequest(deps.db, req, deps.sessionSecret),
   });
 }

@@ -20,9 +20,9 @@ export interface MetricsRelay {
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Refuses a connection before it can join any room unless it names a team. */
-function authenticate(db: Db) {
+function authenticate(db: Db, sessionSecret: string) {
   return (socket: RelaySocket, next: (error?: Error) => void) => {
-    resolveSocketCaller(db, socket.handshake).then(
+    resolveSocketCaller(db, socket.handshake, sessionSecret).then(
       (caller) => {
         if (!caller) return next(new Error(UNAUTHENTICATED_MESSAGE));
         socket.data.caller = caller;
@@ -50,10 +50,10 @@ async function relayNotice(io: RelayServer, db: Db, notice: MetricsNotice): Prom
 /** Serves `/socket.io` on the web process's HTTP server; resolves once the LISTEN is in place. */
 export async function attachMetricsRelay(
   server: HttpServer,
-  deps: { db: Db; url: string },
+  deps: { db: Db; url: string; sessionSecret: string },
 ): Promise<MetricsRelay> {
   const io: RelayServer = new Server(server, { path: REALTIME_PATH, serveClient: false });
-  io.use(authenticate(deps.db));
+  io.use(authenticate(deps.db, deps.sessionSecret));
   io.on("connection", (socket) => handleJobRooms(deps.db, socket));
   const listener = new PgListener(deps.url);
   // Notices are relayed one at a time, so steps reach clients in order and a
