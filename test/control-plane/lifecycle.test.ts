@@ -24,7 +24,11 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 
 }
 
 async function rlJob(name: string, steps: number) {
-  const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", { name, baseModel: BASE, rank: 2 });
+  const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
+    name,
+    baseModel: BASE,
+    rank: 2,
+  });
   const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
     name: `${name}-env`,
     kind: "BUILTIN",
@@ -43,15 +47,24 @@ const jobRow = (id: string) => cp.t.db.job.findUniqueOrThrow({ where: { id } });
 
 describe("quotas", () => {
   it("refuse the adapter, job and queued-request over the team's limits with 429 naming the quota", async () => {
-    await cp.t.db.team.update({ where: { id: team.id }, data: { maxAdapters: 1, maxQueuedRequests: 0, maxConcurrentJobs: 0 } });
+    await cp.t.db.team.update({
+      where: { id: team.id },
+      data: { maxAdapters: 1, maxQueuedRequests: 0, maxConcurrentJobs: 0 },
+    });
     try {
       const first = await cp.api(team.key, "POST", "/v1/adapters", { name: "q1", baseModel: BASE, rank: 2 });
       expect(first.status).toBe(200);
-      const second = await cp.api<{ message: string }>(team.key, "POST", "/v1/adapters", { name: "q2", baseModel: BASE, rank: 2 });
+      const second = await cp.api<{ message: string }>(team.key, "POST", "/v1/adapters", {
+        name: "q2",
+        baseModel: BASE,
+        rank: 2,
+      });
       expect(second.status).toBe(429);
       expect(second.body.message).toMatch(/maxAdapters is 1/);
       const adapterId = (first.body as { id: string }).id;
-      const queued = await cp.api<{ message: string }>(team.key, "POST", "/v1/training/optim-step", { adapterId });
+      const queued = await cp.api<{ message: string }>(team.key, "POST", "/v1/training/optim-step", {
+        adapterId,
+      });
       expect(queued.status).toBe(429);
       expect(queued.body.message).toMatch(/maxQueuedRequests is 0/);
       const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
@@ -69,7 +82,10 @@ describe("quotas", () => {
       expect(job.body.message).toMatch(/maxConcurrentJobs is 0/);
       await cp.api(team.key, "DELETE", `/v1/adapters/${adapterId}`);
     } finally {
-      await cp.t.db.team.update({ where: { id: team.id }, data: { maxAdapters: 100, maxQueuedRequests: 1000, maxConcurrentJobs: 4 } });
+      await cp.t.db.team.update({
+        where: { id: team.id },
+        data: { maxAdapters: 100, maxQueuedRequests: 1000, maxConcurrentJobs: 4 },
+      });
     }
   });
 });
@@ -87,10 +103,16 @@ describe("cancellation", () => {
     expect(done.status).toBe("CANCELLED");
     expect(done.step).toBeLessThan(200);
     expect((await cp.t.db.adapter.findUniqueOrThrow({ where: { id: adapterId } })).workerId).toBeNull();
-    const versions = await cp.api<{ handle: string }[]>(team.key, "GET", `/v1/adapters/${adapterId}/versions`);
+    const versions = await cp.api<{ handle: string }[]>(
+      team.key,
+      "GET",
+      `/v1/adapters/${adapterId}/versions`,
+    );
     expect(versions.body).toHaveLength(1);
     // The adapter is free again for direct calls.
-    const saved = await cp.call<{ version: number }>(team.key, "/v1/training/save-weights-for-sampler", { adapterId });
+    const saved = await cp.call<{ version: number }>(team.key, "/v1/training/save-weights-for-sampler", {
+      adapterId,
+    });
     expect(saved.version).toBeGreaterThan(1);
   }, 120_000);
 });
@@ -107,10 +129,14 @@ describe("draining", () => {
     const victim = cp.workers.find((w) => w.id === first.workerId);
     victim?.child.kill("SIGTERM");
     expect(await victim?.exited).toBe(0);
-    const done = await until(async () => {
-      const row = await jobRow(jobId);
-      return row.finishedAt ? row : undefined;
-    }, "the job to finish", 120_000);
+    const done = await until(
+      async () => {
+        const row = await jobRow(jobId);
+        return row.finishedAt ? row : undefined;
+      },
+      "the job to finish",
+      120_000,
+    );
     expect(done.error).toBeNull();
     expect(done.status).toBe("SUCCEEDED");
     expect(done.workerId).toBe(spare.id);
