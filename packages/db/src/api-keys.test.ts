@@ -31,7 +31,11 @@ describe("api keys", () => {
   it("authenticate the team, and stop working once revoked", async () => {
     const team = await createTeam(t.db, { slug: "auth", name: "Auth" });
     const created = await createApiKey(t.db, team.id, { name: "ci" });
-    expect(await authenticateApiKey(t.db, created.key)).toEqual({ teamId: team.id, apiKeyId: created.id });
+    expect(await authenticateApiKey(t.db, created.key)).toEqual({
+      teamId: team.id,
+      teamSlug: "auth",
+      apiKeyId: created.id,
+    });
     expect(await authenticateApiKey(t.db, `${created.key}x`)).toBeNull();
     expect(await authenticateApiKey(t.db, "not-a-key")).toBeNull();
     expect(await revokeApiKey(t.db, team.id, created.id)).toBe(true);

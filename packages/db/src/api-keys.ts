@@ -51,17 +51,22 @@ export async function revokeApiKey(db: DbTx, teamId: string, id: string): Promis
   return count === 1;
 }
 
+/** How stale lastUsedAt may get: refreshing it on every call would add a write to each request. */
+const LAST_USED_GRANULARITY_MS = 60_000;
+
 /** The team a presented key belongs to, or null for unknown and revoked keys. */
 export async function authenticateApiKey(
   db: DbTx,
   key: string,
-): Promise<{ teamId: string; apiKeyId: string } | null> {
+): Promise<{ teamId: string; teamSlug: string; apiKeyId: string } | null> {
   if (!key.startsWith(KEY_PREFIX)) return null;
   const row = await db.apiKey.findUnique({
     where: { keyHash: hashApiKey(key) },
-    select: { id: true, teamId: true, revokedAt: true },
+    select: { id: true, teamId: true, revokedAt: true, lastUsedAt: true, team: { select: { slug: true } } },
   });
   if (!row || row.revokedAt) return null;
-  await db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
-  return { teamId: row.teamId, apiKeyId: row.id };
+  const now = Date.now();
+  if (!row.lastUsedAt || now - row.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS)
+    await db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: new Date(now) } });
+  return { teamId: row.teamId, teamSlug: row.team.slug, apiKeyId: row.id };
 }

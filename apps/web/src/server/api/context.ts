@@ -10,10 +10,7 @@ export const bearerToken = (header: string | undefined): string | undefined =>
 /** The team an API key acts for, or null for a missing, unknown or revoked key. */
 export async function callerFromApiKey(db: Db, key: string | undefined): Promise<Caller | null> {
   if (!key) return null;
-  const auth = await authenticateApiKey(db, key);
-  if (!auth) return null;
-  const team = await db.team.findUnique({ where: { id: auth.teamId }, select: { slug: true } });
-  return team ? { teamId: auth.teamId, teamSlug: team.slug, apiKeyId: auth.apiKeyId } : null;
+  return authenticateApiKey(db, key);
 }
 
 /** The caller: `Authorization: Bearer <API key>` for programs, else the dashboard's session cookie. */
