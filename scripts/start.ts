@@ -81,10 +81,13 @@ async function startServices(
     NEXT_TELEMETRY_DISABLED: "1",
     TURBO_TELEMETRY_DISABLED: "1",
   };
-  say("building the dashboard (cached after the first run)");
-  const turbo = path.join(REPO_ROOT, "node_modules", ".bin", "turbo");
-  const built = await runCommand(turbo, ["run", "build", "--output-logs=errors-only"], childEnv, REPO_ROOT);
-  if (built !== 0) throw new Error(`the build failed (exit ${built}); see the output above`);
+  if (process.env.OPENTINKER_SKIP_BUILD === "1") say("using the existing dashboard build (OPENTINKER_SKIP_BUILD=1)");
+  else {
+    say("building the dashboard (cached after the first run)");
+    const turbo = path.join(REPO_ROOT, "node_modules", ".bin", "turbo");
+    const built = await runCommand(turbo, ["run", "build", "--output-logs=errors-only"], childEnv, REPO_ROOT);
+    if (built !== 0) throw new Error(`the build failed (exit ${built}); see the output above`);
+  }
 
   const url = await new Promise<string>((resolve, reject) => {
     const web = spawnService(path.join(REPO_ROOT, "apps/web/src/server/main.ts"), childEnv, (line) => {

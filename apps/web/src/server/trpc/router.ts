@@ -9,6 +9,7 @@ import { jobsRouter } from "./routers/jobs.ts";
 import { modelsRouter } from "./routers/models.ts";
 import { samplingRouter } from "./routers/sampling.ts";
 import { trainingRouter } from "./routers/training.ts";
+import { workersRouter } from "./routers/workers.ts";
 
 export const appRouter = router({
   models: modelsRouter,
@@ -19,6 +20,7 @@ export const appRouter = router({
   environments: environmentsRouter,
   jobs: jobsRouter,
   apiKeys: apiKeysRouter,
+  workers: workersRouter,
 });
 
 export type AppRouter = typeof appRouter;

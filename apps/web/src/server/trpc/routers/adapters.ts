@@ -79,8 +79,10 @@ const ZSnapshot = z.object({
   version: z.number(),
   handle: z.string(),
   trainerStep: z.number(),
+  jobId: z.string().nullable(),
   createdAt: z.string(),
 });
+const ZRecentSnapshot = ZSnapshot.extend({ adapterId: z.string(), adapterName: z.string() });
 const ZCheckpoint = z.object({
   name: z.string(),
   step: z.number(),
@@ -162,6 +164,29 @@ export const adaptersRouter = router({
         version: s.version,
         handle: s.handle,
         trainerStep: s.trainerStep,
+        jobId: s.jobId,
+        createdAt: iso(s.createdAt),
+      }));
+    }),
+
+  recentVersions: teamProcedure
+    .meta({ openapi: { method: "GET", path: "/v1/snapshots/recent", protect: true, tags: ["adapters"] } })
+    .input(z.object({ limit: z.number().int().min(1).max(100).default(10) }))
+    .output(z.array(ZRecentSnapshot))
+    .query(async ({ ctx, input }) => {
+      const rows = await ctx.db.snapshot.findMany({
+        where: { teamId: ctx.caller.teamId },
+        orderBy: { createdAt: "desc" },
+        take: input.limit,
+        include: { adapter: { select: { name: true } } },
+      });
+      return rows.map((s) => ({
+        version: s.version,
+        handle: s.handle,
+        trainerStep: s.trainerStep,
+        jobId: s.jobId,
+        adapterId: s.adapterId,
+        adapterName: s.adapter.name,
         createdAt: iso(s.createdAt),
       }));
     }),

@@ -10,6 +10,7 @@ import {
 } from "@opentinker/db";
 import { ZJobInput, ZJobRequest } from "@opentinker/protocol";
 import { z } from "zod";
+import { tokenizerOfBase, tokenPieces } from "../../tokenizers.ts";
 import { notFound, router, teamProcedure } from "../init.ts";
 import { iso, isoOrNull } from "../serialize.ts";
 
@@ -61,6 +62,8 @@ const ZTrajectory = z.object({
   failureReason: z.string().nullable(),
   reward: z.number(),
   tokens: z.array(z.number()),
+  /** With decode: each token as text. */
+  pieces: z.array(z.string()).optional(),
   mask: z.array(z.number()),
   logprobs: z.array(z.number()),
   advantages: z.array(z.number()),
@@ -129,11 +132,17 @@ export const jobsRouter = router({
     .meta({
       openapi: { method: "GET", path: "/v1/jobs/{jobId}/trajectories", protect: true, tags: ["jobs"] },
     })
-    .input(ZJobId.extend({ step: z.number().int().min(0) }))
+    .input(ZJobId.extend({ step: z.number().int().min(0), decode: z.boolean().default(false) }))
     .output(z.array(ZTrajectory))
     .query(async ({ ctx, input }) => {
-      if (!(await getJob(ctx.db, ctx.caller.teamId, input.jobId))) notFound("job", input.jobId);
+      const job = await ctx.db.job.findFirst({
+        where: { id: input.jobId, teamId: ctx.caller.teamId },
+        select: { adapter: { select: { baseModelId: true } } },
+      });
+      if (!job) notFound("job", input.jobId);
+      const tokenizer = input.decode ? await tokenizerOfBase(ctx.db, job.adapter.baseModelId) : null;
       return (await listTrajectories(ctx.db, ctx.caller.teamId, input.jobId, input.step)).map((t) => ({
+        ...(tokenizer ? { pieces: tokenPieces(tokenizer, [...t.tokens]) } : {}),
         id: String(t.id),
         step: t.step,
         groupIndex: t.groupIndex,
