@@ -27,8 +27,8 @@ export function useSession() {
   return useQuery({
     queryKey: SESSION_KEY,
     queryFn: async () => {
-      const result = await authRequest<Session>("session");
-      return result.ok ? result.data : null;
+      const result = await authRequest<Session & { signedIn: boolean }>("session");
+      return result.ok && result.data.signedIn ? result.data : null;
     },
     staleTime: 30_000,
   });
