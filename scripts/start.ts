@@ -13,6 +13,7 @@ import {
   seed,
 } from "@opentinker/db";
 import { baseModels } from "./base-models.ts";
+import { withBuildLock } from "./build-lock.ts";
 import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService, stopProcess } from "./processes.ts";
 import { sessionSecret } from "./session-secret.ts";
@@ -81,11 +82,14 @@ async function startServices(
     NEXT_TELEMETRY_DISABLED: "1",
     TURBO_TELEMETRY_DISABLED: "1",
   };
-  if (process.env.OPENTINKER_SKIP_BUILD === "1") say("using the existing dashboard build (OPENTINKER_SKIP_BUILD=1)");
+  if (process.env.OPENTINKER_SKIP_BUILD === "1")
+    say("using the existing dashboard build (OPENTINKER_SKIP_BUILD=1)");
   else {
     say("building the dashboard (cached after the first run)");
     const turbo = path.join(REPO_ROOT, "node_modules", ".bin", "turbo");
-    const built = await runCommand(turbo, ["run", "build", "--output-logs=errors-only"], childEnv, REPO_ROOT);
+    const built = await withBuildLock(() =>
+      runCommand(turbo, ["run", "build", "--output-logs=errors-only"], childEnv, REPO_ROOT),
+    );
     if (built !== 0) throw new Error(`the build failed (exit ${built}); see the output above`);
   }
 
