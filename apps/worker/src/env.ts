@@ -1,4 +1,4 @@
-import { hostname } from "node:os";
+import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 
@@ -12,6 +12,16 @@ const ZWorkerEnv = z.object({
   /** Queue jobs run at once (sampling requests batch together up to this). */
   WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(16),
   OPENTINKER_DATA_DIR: z.string().min(1).default(path.resolve(".data")),
+  /**
+   * Threads of the kernels' pool. A worker shares the machine with Postgres and
+   * the web process, and the pool's threads spin between operations, so the
+   * default leaves half the cores to the others.
+   */
+  WORKER_KERNEL_THREADS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(Math.max(1, Math.floor(availableParallelism() / 2))),
 });
 
 export type WorkerEnv = z.infer<typeof ZWorkerEnv>;

@@ -3,6 +3,7 @@
 // side jobs), heartbeats, releases lost workers' work, and drains on SIGTERM.
 import path from "node:path";
 import { createDb, markWorkerOffline, reapLostWorkers, releaseWorker, tasks } from "@opentinker/db";
+import { setKernelThreads } from "@opentinker/kernels";
 import type { Runner, TaskList } from "graphile-worker";
 import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
@@ -48,6 +49,7 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void drain("SIGTERM"));
   process.on("SIGINT", () => void drain("SIGINT"));
 
+  setKernelThreads(env.WORKER_KERNEL_THREADS);
   const host = new EngineHost(db, path.join(env.OPENTINKER_DATA_DIR, "store"));
   const bases = await host.loadBases((line) => console.error(line));
   heartbeat = await startHeartbeat(

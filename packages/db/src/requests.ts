@@ -130,12 +130,24 @@ export function getRequest(db: DbTx, teamId: string, requestId: string) {
 }
 
 /** For workers: a request with its input, whatever its team. */
-export function claimRequest(db: DbTx, requestId: string) {
-  return db.request.updateManyAndReturn({
-    where: { id: requestId, status: { in: ["QUEUED", "RUNNING"] } },
-    data: { status: "RUNNING", startedAt: new Date() },
-    select: { ...requestSelect, input: true },
-  });
+export interface ClaimedRequest {
+  id: string;
+  teamId: string;
+  adapterId: string | null;
+  seq: number | null;
+  kind: RequestKind;
+  input: Prisma.JsonValue;
+}
+
+/**
+ * Marks a request running and returns it with its input; empty when it has
+ * already finished. One statement (a hot path: every call goes through it).
+ */
+export function claimRequest(db: DbTx, requestId: string): Promise<ClaimedRequest[]> {
+  return db.$queryRaw<ClaimedRequest[]>`
+    UPDATE "Request" SET status = 'RUNNING', "startedAt" = now()
+    WHERE id = ${requestId} AND status IN ('QUEUED', 'RUNNING')
+    RETURNING id, "teamId", "adapterId", seq, kind::text AS kind, input`;
 }
 
 /**

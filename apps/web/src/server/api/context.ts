@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { authenticateApiKey, type Db, type RequestWaiter } from "@opentinker/db";
+import { authenticateApiKey, type Db, hashApiKey, type RequestWaiter } from "@opentinker/db";
 import type { Caller, Context } from "../trpc/init.ts";
 import { callerFromSessionCookie } from "./session.ts";
 
@@ -7,10 +7,28 @@ import { callerFromSessionCookie } from "./session.ts";
 export const bearerToken = (header: string | undefined): string | undefined =>
   header ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : undefined;
 
+/**
+ * Recently authenticated keys, so a future's accept and its wait do not each
+ * pay a database lookup. Revoking through this process forgets them at once;
+ * another web process honours a revocation within CACHE_MS.
+ */
+const CACHE_MS = 5_000;
+const recent = new Map<string, { caller: Caller; until: number }>();
+
+export function forgetAuthenticatedKeys(): void {
+  recent.clear();
+}
+
 /** The team an API key acts for, or null for a missing, unknown or revoked key. */
 export async function callerFromApiKey(db: Db, key: string | undefined): Promise<Caller | null> {
   if (!key) return null;
-  return authenticateApiKey(db, key);
+  const hash = hashApiKey(key);
+  const hit = recent.get(hash);
+  if (hit && hit.until > Date.now()) return hit.caller;
+  const caller = await authenticateApiKey(db, key);
+  if (caller) recent.set(hash, { caller, until: Date.now() + CACHE_MS });
+  else recent.delete(hash);
+  return caller;
 }
 
 /** The caller: `Authorization: Bearer <API key>` for programs, else the dashboard's session cookie. */

@@ -1,5 +1,6 @@
 import { createApiKey, listApiKeys, revokeApiKey } from "@opentinker/db";
 import { z } from "zod";
+import { forgetAuthenticatedKeys } from "../../api/context.ts";
 import { notFound, router, teamProcedure } from "../init.ts";
 import { iso, isoOrNull } from "../serialize.ts";
 
@@ -41,6 +42,7 @@ export const apiKeysRouter = router({
     .output(z.object({ revoked: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
       if (!(await revokeApiKey(ctx.db, ctx.caller.teamId, input.keyId))) notFound("API key", input.keyId);
+      forgetAuthenticatedKeys();
       return { revoked: true as const };
     }),
 });
