@@ -127,11 +127,17 @@ export class BenchControlPlane {
   /** One API call that returns a future, waited for: POST it, then POST /futures/{id}/wait. */
   async call(route: string, body: unknown): Promise<CallTiming> {
     const sent = epochMs();
-    const { requestId } = await this.post<{ requestId: string }>(route, body);
+    // As the SDK does: the result in the same round trip when it is ready in time.
+    const { requestId, result } = await this.post<{
+      requestId: string;
+      result?: { status: string; error: string | null };
+    }>(route, { ...(body as object), waitMs: 30_000 });
     const accepted = epochMs();
-    const state = await this.post<{ status: string; error: string | null }>(`/v1/futures/${requestId}/wait`, {
-      timeoutMs: 30_000,
-    });
+    const state =
+      result ??
+      (await this.post<{ status: string; error: string | null }>(`/v1/futures/${requestId}/wait`, {
+        timeoutMs: 30_000,
+      }));
     if (state.status !== "SUCCEEDED") throw new Error(`${route}: ${state.status}: ${state.error}`);
     return { requestId, sent, accepted, done: epochMs() };
   }

@@ -48,14 +48,6 @@ export const ZSavedWeightsOutput = z.object({ handle: z.string(), version: z.num
 export const ZSavedStateOutput = z.object({ path: z.string() });
 export const ZLogprobsOutput = z.array(z.number().nullable());
 
-/** What an accepted call returns at once: the future to wait on. */
-export const ZFutureRef = z.object({
-  requestId: z.string(),
-  /** The call's place in its adapter's order (null for sampling calls, which are unordered). */
-  seq: z.number().int().positive().nullable(),
-});
-export type FutureRef = z.infer<typeof ZFutureRef>;
-
 export const ZFutureStatus = z.enum(["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]);
 
 export const ZFutureState = z.object({
@@ -66,6 +58,23 @@ export const ZFutureState = z.object({
   error: z.string().nullable(),
 });
 export type FutureState = z.infer<typeof ZFutureState>;
+
+/**
+ * Optional on every call: wait up to this long for the result before
+ * answering, saving the separate wait round trip (the call is still accepted
+ * and ordered first; a result not ready by then is waited for as usual).
+ */
+export const ZWaitMs = z.number().int().min(0).max(60_000).optional();
+
+/** What an accepted call returns at once: the future to wait on. */
+export const ZFutureRef = z.object({
+  requestId: z.string(),
+  /** The call's place in its adapter's order (null for sampling calls, which are unordered). */
+  seq: z.number().int().positive().nullable(),
+  /** With waitMs: the finished call's state, when it finished within that time. */
+  result: ZFutureState.optional(),
+});
+export type FutureRef = z.infer<typeof ZFutureRef>;
 
 /** Output schema of each request kind, for clients that parse a future's result. */
 export const REQUEST_OUTPUTS = {

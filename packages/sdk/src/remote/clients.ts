@@ -110,6 +110,9 @@ export class RemoteServiceClient implements ServiceClient {
   }
 }
 
+/** How long a sampling call may hold its request open for the result. */
+const INLINE_WAIT_MS = 30_000;
+
 async function submit<T>(
   api: Api,
   route: string,
@@ -189,6 +192,8 @@ export class RemoteSamplingClient implements SamplingClient {
     private readonly tokenizer: TextTokenizer,
   ) {}
 
+  // Sampling calls are not pipelined behind each other (rollouts issue them in
+  // parallel), so they ask for the result in the same round trip.
   sample(
     prompt: ModelInput,
     numSamples: number,
@@ -197,7 +202,7 @@ export class RemoteSamplingClient implements SamplingClient {
     return submit(
       this.api,
       "/v1/sampling/sample",
-      { policy: this.ref, prompt, numSamples, params },
+      { policy: this.ref, prompt, numSamples, params, waitMs: INLINE_WAIT_MS },
       REQUEST_OUTPUTS.SAMPLE,
     );
   }
@@ -206,7 +211,7 @@ export class RemoteSamplingClient implements SamplingClient {
     return submit(
       this.api,
       "/v1/sampling/compute-logprobs",
-      { policy: this.ref, sequence },
+      { policy: this.ref, sequence, waitMs: INLINE_WAIT_MS },
       REQUEST_OUTPUTS.COMPUTE_LOGPROBS,
     );
   }

@@ -7,8 +7,10 @@ import {
   ZComputeLogprobsInput,
   ZFutureRef,
   ZSampleInput,
+  ZWaitMs,
 } from "@opentinker/protocol";
 import { badRequest, notFound, router, teamProcedure } from "../init.ts";
+import { withInlineWait } from "../inline-wait.ts";
 
 async function resolvePolicy(db: Db, teamId: string, policy: PolicyRef) {
   if ("baseModel" in policy) {
@@ -31,13 +33,18 @@ async function resolvePolicy(db: Db, teamId: string, policy: PolicyRef) {
 export const samplingRouter = router({
   sample: teamProcedure
     .meta({ openapi: { method: "POST", path: "/v1/sampling/sample", protect: true, tags: ["sampling"] } })
-    .input(ZSampleInput)
+    .input(ZSampleInput.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
-    .mutation(async ({ ctx, input }) => {
+    .mutation(async ({ ctx, input: { waitMs, ...input } }) => {
       const target = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
       const problem = tokenRangeError(input.prompt, target.vocabSize, "prompt");
       if (problem) badRequest(problem);
-      return enqueueSamplingRequest(ctx.db, ctx.caller.teamId, { kind: "SAMPLE", ...target, payload: input });
+      const enqueued = await enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
+        kind: "SAMPLE",
+        ...target,
+        payload: input,
+      });
+      return withInlineWait(ctx, enqueued, waitMs);
     }),
 
   computeLogprobs: teamProcedure

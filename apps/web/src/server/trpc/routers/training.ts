@@ -9,9 +9,11 @@ import {
   ZOptimStepInput,
   ZSaveStateInput,
   ZSaveWeightsInput,
+  ZWaitMs,
 } from "@opentinker/protocol";
 import type { z } from "zod";
 import { badRequest, notFound, router, teamProcedure } from "../init.ts";
+import { withInlineWait } from "../inline-wait.ts";
 
 async function vocabOf(db: Db, teamId: string, adapterId: string): Promise<number> {
   const adapter = await db.adapter.findFirst({
@@ -22,27 +24,29 @@ async function vocabOf(db: Db, teamId: string, adapterId: string): Promise<numbe
   return adapter.baseModel.vocabSize;
 }
 
-function call<I extends z.ZodType<{ adapterId: string }>>(
+function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
   kind: TrainingRequestKind,
   path: `/${string}`,
-  input: I,
+  input: z.ZodObject<S>,
 ) {
   return teamProcedure
     .meta({ openapi: { method: "POST", path, protect: true, tags: ["training"] } })
-    .input(input)
+    .input(input.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
-    .mutation(async ({ ctx, input: payload }) => {
-      const { adapterId } = payload as { adapterId: string };
+    .mutation(async ({ ctx, input: withWait }) => {
+      const { waitMs, ...payload } = withWait as { adapterId: string; waitMs?: number };
+      const { adapterId } = payload;
       if (kind === "FORWARD" || kind === "FORWARD_BACKWARD") {
         const fb = payload as unknown as z.infer<typeof ZForwardInput>;
         const problem = datumsError(fb.data, fb.lossFn, await vocabOf(ctx.db, ctx.caller.teamId, adapterId));
         if (problem) badRequest(problem);
       }
-      return enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
+      const enqueued = await enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
         adapterId,
         kind,
         payload: payload as object,
       });
+      return withInlineWait(ctx, enqueued, waitMs);
     });
 }
 
