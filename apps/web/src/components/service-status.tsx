@@ -33,22 +33,44 @@ export function ServiceStatus() {
     };
   }, []);
 
-  if (state.kind === "loading") return <p aria-busy="true">Checking the service…</p>;
-  if (state.kind === "error") return <p className="bad">The service did not answer: {state.message}</p>;
+  if (state.kind === "loading")
+    return (
+      <p role="status" aria-busy="true" className="text-sm text-gray-500">
+        Checking the service…
+      </p>
+    );
+  if (state.kind === "error")
+    return (
+      <p role="alert" className="text-sm text-red-700">
+        The service did not answer: {state.message}
+      </p>
+    );
   const { database, workers } = state.health;
+  const databaseOk = database.status === "ok";
   return (
-    <dl className="status" aria-live="polite">
-      <dt>Database</dt>
-      <dd className={database.status === "ok" ? "ok" : "bad"}>
-        {database.status === "ok" ? `reachable (${database.latencyMs} ms)` : `unreachable: ${database.error}`}
+    <dl aria-live="polite" className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-2 text-sm">
+      <dt className="font-medium text-gray-600">Database</dt>
+      <dd className="flex items-center gap-2">
+        <Dot ok={databaseOk} />
+        {databaseOk ? `reachable (${database.latencyMs} ms)` : `unreachable: ${database.error}`}
       </dd>
-      <dt>Workers online</dt>
-      <dd>
+      <dt className="font-medium text-gray-600">Workers online</dt>
+      <dd className="flex items-center gap-2">
+        <Dot ok={workers.online > 0} />
         {workers.online}
         {workers.lastHeartbeatAt
           ? ` (last heartbeat ${new Date(workers.lastHeartbeatAt).toLocaleTimeString()})`
           : ""}
       </dd>
     </dl>
+  );
+}
+
+function Dot({ ok }: { ok: boolean }) {
+  return (
+    <span
+      aria-hidden="true"
+      className={`inline-block size-2 rounded-full ${ok ? "bg-green-500" : "bg-red-500"}`}
+    />
   );
 }

@@ -1,9 +1,8 @@
 // File helpers shared by model I/O: reading JSON, turning zod issues into one-line
 // messages that name the file and the key, and atomic writes with a checksum.
 import { createHash, randomUUID } from "node:crypto";
-import { open, readFile, rename, unlink } from "node:fs/promises";
+import { open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import type { z } from "zod";
 
 // One read or write call moves at most this much (Node caps a single call near 2 GiB).
 export const IO_CHUNK_BYTES = 1 << 30;

@@ -1,13 +1,28 @@
 "use client";
-
+// Overview: what runs now (jobs, workers), what was published lately, and
+// whether the service itself is healthy.
+import { ActiveJobs } from "../../components/overview/active-jobs.tsx";
+import { RecentSnapshots } from "../../components/overview/recent-snapshots.tsx";
+import { Workers } from "../../components/overview/workers.tsx";
 import { ServiceStatus } from "../../components/service-status.tsx";
-import { PageHeader } from "../../components/ui.tsx";
+import { Card, PageHeader } from "../../components/ui.tsx";
 
 export default function OverviewPage() {
   return (
     <div>
       <PageHeader title="Overview" />
-      <ServiceStatus />
+      <div className="grid gap-6 lg:grid-cols-3">
+        <div className="min-w-0 space-y-6 lg:col-span-2">
+          <ActiveJobs />
+          <RecentSnapshots />
+        </div>
+        <div className="min-w-0 space-y-6">
+          <Card title="Service">
+            <ServiceStatus />
+          </Card>
+          <Workers />
+        </div>
+      </div>
     </div>
   );
 }

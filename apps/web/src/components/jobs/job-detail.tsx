@@ -1,0 +1,231 @@
+"use client";
+// One job: its state, a cancel button while it runs, and its metrics live
+// (Socket.IO: history on subscribe, then a `metrics` event per step and a
+// `status` event when it ends).
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import type { ReactNode } from "react";
+import { type Connection, useJobMetrics } from "../../lib/realtime.ts";
+import { useTRPC } from "../../lib/trpc.ts";
+import { Button, Card, ErrorState, Loading, PageHeader, StatusBadge, timeAgo } from "../ui.tsx";
+import { isActive, type Job, useAdapterNames } from "./api.ts";
+import { JobCharts, LatestMetrics } from "./metric-charts.tsx";
+import { formatNumber, latestValue, type MetricRow } from "./metric-table.ts";
+
+/** While queued nothing is pushed (a worker claiming the job sends no event), so look now and then. */
+const QUEUED_POLL_MS = 3_000;
+/** Without a live connection, keep the page roughly current. */
+const OFFLINE_POLL_MS = 5_000;
+
+export function JobDetail({ jobId }: { jobId: string }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const jobKey = trpc.jobs.get.queryKey({ jobId });
+  const refreshList = () => queryClient.invalidateQueries({ queryKey: trpc.jobs.list.queryKey() });
+
+  const { rows, connection } = useJobMetrics(jobId, {
+    onStatus: (status) => {
+      queryClient.setQueryData(jobKey, (old) => (old ? { ...old, status } : old));
+      // The final state also brings the error and finish time.
+      void queryClient.invalidateQueries({ queryKey: jobKey });
+      void refreshList();
+    },
+    onStep: (step) =>
+      queryClient.setQueryData(jobKey, (old) =>
+        old
+          ? {
+              ...old,
+              step: Math.max(old.step, step + 1),
+              // A stored step means a worker has the job.
+              status: old.status === "QUEUED" ? "RUNNING" : old.status,
+            }
+          : old,
+      ),
+  });
+  const job = useQuery({
+    ...trpc.jobs.get.queryOptions({ jobId }),
+    refetchInterval: (query) => {
+      const status = query.state.data?.status;
+      if (status === "QUEUED") return QUEUED_POLL_MS;
+      if (status === "RUNNING" && connection.state !== "live") return OFFLINE_POLL_MS;
+      return false;
+    },
+  });
+
+  if (job.isPending)
+    return (
+      <div className="[&_h1]:wrap-anywhere">
+        <PageHeader title={`Job ${jobId}`} />
+        <Loading what="the job" />
+      </div>
+    );
+  if (job.error)
+    return (
+      <div className="[&_h1]:wrap-anywhere">
+        <PageHeader title={`Job ${jobId}`} />
+        <ErrorState error={job.error} />
+        <p className="mt-4 text-sm">
+          <Link href="/jobs" className="text-blue-700 underline">
+            Back to jobs
+          </Link>
+        </p>
+      </div>
+    );
+
+  const data = job.data;
+  return (
+    <div className="space-y-6 [&_h1]:wrap-anywhere">
+      <PageHeader
+        title={`${data.kind} job ${data.id}`}
+        actions={
+          data.kind !== "SFT" && (
+            <Link
+              href={`/jobs/${data.id}/trajectories`}
+              className="rounded border border-gray-300 bg-white px-3 py-2 text-sm font-medium hover:bg-gray-50"
+            >
+              View trajectories
+            </Link>
+          )
+        }
+      />
+      <JobSummary job={data} rows={rows} />
+      <section aria-labelledby="metrics-heading" className="space-y-3">
+        <div className="flex flex-wrap items-baseline justify-between gap-2">
+          <h2 id="metrics-heading" className="text-lg font-medium">
+            Metrics
+          </h2>
+          <LiveIndicator connection={connection} />
+        </div>
+        <JobCharts rows={rows} />
+        <LatestMetrics rows={rows} />
+      </section>
+      <details className="rounded-lg border border-gray-200 bg-white p-3 text-sm shadow-sm">
+        <summary className="cursor-pointer font-medium">Configuration</summary>
+        <pre className="mt-2 overflow-x-auto text-xs">{JSON.stringify(data.config, null, 2)}</pre>
+      </details>
+    </div>
+  );
+}
+
+function JobSummary({ job, rows }: { job: Job; rows: readonly MetricRow[] }) {
+  const trpc = useTRPC();
+  const adapterNames = useAdapterNames();
+  const environments = useQuery({ ...trpc.environments.list.queryOptions({}), enabled: !!job.environmentId });
+  const environment = environments.data?.find((e) => e.id === job.environmentId);
+  const totalSteps = typeof job.config.steps === "number" ? job.config.steps : undefined;
+  const policyVersion = latestValue(rows, "policy/version");
+
+  return (
+    <Card>
+      <dl className="grid grid-cols-1 gap-x-6 gap-y-3 text-sm sm:grid-cols-2 lg:grid-cols-4">
+        <Item label="Status">
+          <span aria-live="polite">
+            <StatusBadge status={job.status} />
+          </span>
+        </Item>
+        <Item label="Kind">{job.kind}</Item>
+        <Item label="Adapter">
+          <Link href={`/adapters/${job.adapterId}`} className="text-blue-700 underline">
+            {adapterNames.get(job.adapterId) ?? job.adapterId}
+          </Link>
+        </Item>
+        <Item label="Environment">{job.environmentId ? (environment?.name ?? job.environmentId) : "—"}</Item>
+        <Item label="Step">
+          <span className="tabular-nums">
+            {job.step}
+            {totalSteps !== undefined && ` of ${totalSteps}`}
+          </span>
+        </Item>
+        <Item label="Policy version">
+          <span data-testid="policy-version" className="tabular-nums">
+            {policyVersion === undefined ? "—" : formatNumber(policyVersion)}
+          </span>
+        </Item>
+        <Item label="Created">{timeAgo(job.createdAt)}</Item>
+        <Item label={job.finishedAt ? "Finished" : "Started"}>
+          {job.finishedAt ? timeAgo(job.finishedAt) : job.startedAt ? timeAgo(job.startedAt) : "not yet"}
+        </Item>
+      </dl>
+      {job.error && (
+        <div className="mt-4">
+          <h2 className="text-sm font-medium text-red-800">Error</h2>
+          <pre
+            role="alert"
+            className="mt-1 whitespace-pre-wrap break-words rounded border border-red-200 bg-red-50 p-3 text-xs text-red-800"
+          >
+            {job.error}
+          </pre>
+        </div>
+      )}
+      {isActive(job.status) && <CancelJob job={job} />}
+    </Card>
+  );
+}
+
+function CancelJob({ job }: { job: Job }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const cancel = useMutation(
+    trpc.jobs.cancel.mutationOptions({
+      onSuccess: (updated) => {
+        queryClient.setQueryData(trpc.jobs.get.queryKey({ jobId: job.id }), updated);
+        void queryClient.invalidateQueries({ queryKey: trpc.jobs.list.queryKey() });
+      },
+    }),
+  );
+  const requested = job.cancelRequested;
+  return (
+    <div className="mt-4 flex flex-wrap items-center gap-3 border-t border-gray-100 pt-4">
+      <Button
+        variant="danger"
+        disabled={requested || cancel.isPending}
+        aria-describedby={requested ? "cancel-state" : undefined}
+        onClick={() => cancel.mutate({ jobId: job.id })}
+      >
+        Cancel job
+      </Button>
+      {requested && (
+        <p id="cancel-state" role="status" className="text-sm text-gray-700">
+          Cancellation requested: the job stops after its current step.
+        </p>
+      )}
+      {cancel.error && <ErrorState error={cancel.error} />}
+    </div>
+  );
+}
+
+function Item({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <div>
+      <dt className="text-xs font-medium uppercase text-gray-500">{label}</dt>
+      <dd className="mt-0.5">{children}</dd>
+    </div>
+  );
+}
+
+const CONNECTION_TEXT: Record<Connection["state"], string> = {
+  connecting: "Connecting…",
+  live: "Live",
+  reconnecting: "Reconnecting…",
+  failed: "Live updates unavailable",
+};
+
+function LiveIndicator({ connection }: { connection: Connection }) {
+  const colour =
+    connection.state === "live"
+      ? "bg-green-500"
+      : connection.state === "failed"
+        ? "bg-red-500"
+        : "bg-yellow-400";
+  return (
+    <p
+      role="status"
+      className="flex items-center gap-2 text-sm text-gray-600"
+      data-connection={connection.state}
+    >
+      <span aria-hidden="true" className={`inline-block h-2 w-2 rounded-full ${colour}`} />
+      {CONNECTION_TEXT[connection.state]}
+      {connection.state === "failed" && `: ${connection.error}`}
+    </p>
+  );
+}

@@ -1,0 +1,75 @@
+import { ZJobRequest } from "@opentinker/protocol";
+import { describe, expect, it } from "vitest";
+import { INITIAL_VALUES, type JobFormValues, validateJobForm } from "./job-form-model.ts";
+
+const rl = (patch: Partial<JobFormValues>): JobFormValues => ({
+  ...INITIAL_VALUES,
+  adapterId: "adapter-1",
+  environmentId: "env-1",
+  steps: "40",
+  ...patch,
+});
+
+function errorsOf(values: JobFormValues) {
+  const verdict = validateJobForm(values);
+  if (verdict.ok) throw new Error("expected the form to be invalid");
+  return verdict.errors;
+}
+
+describe("new-job form", () => {
+  it("a filled-in RL form is a request the server's schema accepts", () => {
+    const verdict = validateJobForm(
+      rl({ dropConstantGroups: false, validationEvery: "5", validationGroups: "2" }),
+    );
+    expect(verdict.ok).toBe(true);
+    if (!verdict.ok) return;
+    expect(ZJobRequest.safeParse(verdict.request).success).toBe(true);
+    expect(verdict.request.config).toMatchObject({
+      steps: 40,
+      dropConstantGroups: false,
+      validation: { every: 5, groups: 2 },
+    });
+  });
+
+  it("steps has no default, so a blank one is required", () => {
+    expect(errorsOf(rl({ steps: "" })).steps).toBe("Required");
+  });
+
+  it("typed text in a number field is reported on that field, not submitted", () => {
+    const errors = errorsOf(rl({ groupSize: "eight", steps: "1.5" }));
+    expect(errors.groupSize).toBe("Enter a number");
+    expect(errors.steps).toBe("Enter a whole number");
+  });
+
+  it("nested config errors land on their field (learning rate, validation groups)", () => {
+    const errors = errorsOf(rl({ learningRate: "-1", validationEvery: "3" }));
+    expect(errors.learningRate).toMatch(/at least 0/);
+    expect(errors.validationGroups).toBe("Required");
+  });
+
+  it("RL and EVAL need an environment; SFT does not", () => {
+    expect(errorsOf(rl({ environmentId: "" })).environmentId).toBeDefined();
+    const sft = validateJobForm({ ...INITIAL_VALUES, kind: "SFT", adapterId: "a" });
+    expect(sft.ok).toBe(true);
+    expect(sft.ok && "environmentId" in sft.request).toBe(false);
+  });
+
+  it("SFT conversations: bad JSON and a bad shape are both explained", () => {
+    const base = { ...INITIAL_VALUES, kind: "SFT" as const, adapterId: "a" };
+    expect(errorsOf({ ...base, conversations: "[{" }).conversations).toMatch(/^Not valid JSON/);
+    expect(
+      errorsOf({ ...base, conversations: '[{"messages":[{"role":"bot","content":"x"}]}]' }).conversations,
+    ).toMatch(/^\[0\]\.messages\[0\]\.role: /);
+  });
+
+  it("EVAL bounds come from the protocol's schema", () => {
+    const errors = errorsOf({
+      ...INITIAL_VALUES,
+      kind: "EVAL",
+      adapterId: "a",
+      environmentId: "e",
+      evalGroups: "0",
+    });
+    expect(errors.evalGroups).toBe("Must be at least 1");
+  });
+});
