@@ -12,7 +12,31 @@ import {
 import { badRequest, notFound, router, teamProcedure } from "../init.ts";
 import { withInlineWait } from "../inline-wait.ts";
 
-async function resolvePolicy(db: Db, teamId: string, policy: PolicyRef) {
+interface Target {
+  baseModelId: string;
+  vocabSize: number;
+  adapterId: string | null;
+}
+
+/**
+ * Policies seen in the last few seconds: a snapshot's adapter and base model
+ * never change, and a base model is rarely re-registered, so every sampling
+ * call of a rollout need not look them up again.
+ */
+const CACHE_MS = 5_000;
+const recent = new Map<string, { target: Target; until: number }>();
+
+async function resolvePolicy(db: Db, teamId: string, policy: PolicyRef): Promise<Target> {
+  const key = `${teamId}\0${"handle" in policy ? policy.handle : `base:${policy.baseModel}`}`;
+  const hit = recent.get(key);
+  if (hit && hit.until > Date.now()) return hit.target;
+  const target = await lookUpPolicy(db, teamId, policy);
+  if (recent.size > 10_000) recent.clear();
+  recent.set(key, { target, until: Date.now() + CACHE_MS });
+  return target;
+}
+
+async function lookUpPolicy(db: Db, teamId: string, policy: PolicyRef): Promise<Target> {
   if ("baseModel" in policy) {
     const base = await db.baseModel.findUnique({ where: { name: policy.baseModel } });
     if (!base) badRequest(`policy.baseModel: unknown base model "${policy.baseModel}"`);
