@@ -17,14 +17,12 @@ async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<P
   switch (request.kind) {
     case "FORWARD":
     case "FORWARD_BACKWARD": {
-      const input = ZForwardInput.parse(request.input);
-      const run = request.kind === "FORWARD" ? session.forward : session.forwardBackward;
-      return run.call(
-        session,
-        input.data,
-        input.lossFn,
-        input.lossFnConfig,
-      ) as unknown as Prisma.InputJsonValue;
+      const { data, lossFn, lossFnConfig } = ZForwardInput.parse(request.input);
+      const output =
+        request.kind === "FORWARD"
+          ? session.forward(data, lossFn, lossFnConfig)
+          : session.forwardBackward(data, lossFn, lossFnConfig);
+      return output as Prisma.InputJsonValue;
     }
     case "OPTIM_STEP":
       return (await session.optimStep(ZOptimStepInput.parse(request.input).adam)) as Prisma.InputJsonValue;

@@ -3,6 +3,7 @@
 import { type Db, enqueueTrainingRequest, type TrainingRequestKind } from "@opentinker/db";
 import {
   datumsError,
+  type ForwardInput,
   ZForwardInput,
   ZFutureRef,
   ZLoadStateInput,
@@ -24,21 +25,29 @@ async function vocabOf(db: Db, teamId: string, adapterId: string): Promise<numbe
   return adapter.baseModel.vocabSize;
 }
 
+/** Checks what the schema cannot (token ranges, lengths): a message naming the field, or null. */
+type PayloadCheck<T> = (payload: T, vocabSize: number) => string | null;
+
+const checkDatums: PayloadCheck<ForwardInput> = (payload, vocabSize) =>
+  datumsError(payload.data, payload.lossFn, vocabSize);
+
 function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
   kind: TrainingRequestKind,
   path: `/${string}`,
   input: z.ZodObject<S>,
+  check?: PayloadCheck<z.infer<z.ZodObject<S>>>,
 ) {
   return teamProcedure
     .meta({ openapi: { method: "POST", path, protect: true, tags: ["training"] } })
     .input(input.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
     .mutation(async ({ ctx, input: withWait }) => {
-      const { waitMs, ...payload } = withWait as { adapterId: string; waitMs?: number };
-      const { adapterId } = payload;
-      if (kind === "FORWARD" || kind === "FORWARD_BACKWARD") {
-        const fb = payload as unknown as z.infer<typeof ZForwardInput>;
-        const problem = datumsError(fb.data, fb.lossFn, await vocabOf(ctx.db, ctx.caller.teamId, adapterId));
+      // The generic schema's output type is opaque to TypeScript; the fields are there.
+      const { waitMs, ...rest } = withWait as { waitMs?: number };
+      const payload = rest as z.infer<z.ZodObject<S>>;
+      const { adapterId } = payload as { adapterId: string };
+      if (check) {
+        const problem = check(payload, await vocabOf(ctx.db, ctx.caller.teamId, adapterId));
         if (problem) badRequest(problem);
       }
       const enqueued = await enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
@@ -51,8 +60,8 @@ function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
 }
 
 export const trainingRouter = router({
-  forward: call("FORWARD", "/v1/training/forward", ZForwardInput),
-  forwardBackward: call("FORWARD_BACKWARD", "/v1/training/forward-backward", ZForwardInput),
+  forward: call("FORWARD", "/v1/training/forward", ZForwardInput, checkDatums),
+  forwardBackward: call("FORWARD_BACKWARD", "/v1/training/forward-backward", ZForwardInput, checkDatums),
   optimStep: call("OPTIM_STEP", "/v1/training/optim-step", ZOptimStepInput),
   saveWeightsForSampler: call(
     "SAVE_WEIGHTS_FOR_SAMPLER",
