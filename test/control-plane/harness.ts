@@ -156,3 +156,14 @@ export class ControlPlane {
     await rm(this.dir, { recursive: true, force: true });
   }
 }
+
+/** Polls `probe` until it returns a value, failing after `ms`. */
+export async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 90_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -2,7 +2,7 @@
 // every step; killed mid-run, it resumes on another worker from its checkpoint
 // with nothing applied twice, lost or duplicated.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE, ControlPlane, type Team } from "./harness.ts";
+import { BASE, ControlPlane, type Team, until } from "./harness.ts";
 
 let cp: ControlPlane;
 let team: Team;
@@ -36,18 +36,8 @@ async function createRlJob(name: string, config: Record<string, unknown>) {
   return { adapterId: adapter.body.id, jobId: job.body.id };
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const finished = (jobId: string) =>
-  waitFor(async () => {
+  until(async () => {
     const job = await cp.t.db.job.findUniqueOrThrow({ where: { id: jobId } });
     return ["SUCCEEDED", "FAILED", "CANCELLED"].includes(job.status) ? job : undefined;
   }, `job ${jobId} to finish`);
@@ -111,7 +101,7 @@ describe("server-side RL jobs", () => {
       // Every step then applies an optimizer step, so a step applied twice would show.
       dropConstantGroups: false,
     });
-    const running = await waitFor(async () => {
+    const running = await until(async () => {
       const job = await cp.t.db.job.findUniqueOrThrow({ where: { id: jobId } });
       return job.status === "RUNNING" && job.step >= 3 && job.workerId ? job : undefined;
     }, "the job to pass step 3");

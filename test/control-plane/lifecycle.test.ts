@@ -2,7 +2,7 @@
 // cancelled job stops and releases its adapter, a SIGTERMed worker hands its job
 // to another worker after checkpointing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE, ControlPlane, type Team } from "./harness.ts";
+import { BASE, ControlPlane, type Team, until } from "./harness.ts";
 
 let cp: ControlPlane;
 let team: Team;
@@ -12,16 +12,6 @@ beforeAll(async () => {
   await cp.startWorker();
 }, 60_000);
 afterAll(() => cp?.stop());
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function rlJob(name: string, steps: number) {
   const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
