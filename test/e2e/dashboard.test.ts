@@ -30,7 +30,7 @@ describe("dashboard", () => {
     await page.getByLabel("Name").fill("e2e-adapter");
     await page.getByLabel("Rank").fill("4");
     await page.getByRole("button", { name: "Create adapter" }).click();
-    await page.getByRole("link", { name: "e2e-adapter" }).waitFor(WAIT);
+    await page.getByRole("table").getByRole("link", { name: "e2e-adapter" }).waitFor(WAIT);
     await screenshot(page, "adapters");
 
     await page.getByRole("link", { name: "Environments", exact: true }).click();
