@@ -24,54 +24,45 @@ export interface TraceEvent {
 
 /** One call's phases, in order: they add up to its round trip. */
 const PHASES = [
-  "httpInToFirstQuery",
-  "authAndValidation",
-  "enqueueTransaction",
-  "commitToJobFetched",
+  "httpInToEnqueue",
+  "enqueue",
+  "enqueueToJobFetched",
   "jobFetchedToClaim",
-  "claimTransaction",
+  "claim",
   "claimToEngine",
   "engine",
   "engineToFinish",
   "finishAndNotify",
-  "notifyToWaiterRead",
-  "waiterReadToClient",
+  "notifyToClient",
 ] as const;
 type Phases = Record<(typeof PHASES)[number], number>;
 
-const isBegin = (e: TraceEvent) => /^BEGIN/i.test(e.sql);
-const isCommit = (e: TraceEvent) => /^COMMIT/i.test(e.sql);
 const after = (list: TraceEvent[], t: number, match: (e: TraceEvent) => boolean) =>
   list.find((e) => e.start >= t && match(e));
 
+/**
+ * Cut by the hot path's statements: the one-statement enqueue (`WITH quota AS`),
+ * graphile-worker's `get_job`, the claim, the engine call and the finish with
+ * its NOTIFY. A call that took another path (e.g. placing its adapter) is skipped.
+ */
 function phasesOf(call: CallTiming, web: TraceEvent[], worker: TraceEvent[]): Phases | null {
-  const first = after(web, call.sent, (e) => e.kind === "query");
-  const begin = first && after(web, first.start, isBegin);
-  const commit = begin && after(web, begin.start, isCommit);
-  // The claim (updateManyAndReturn) runs in a transaction of its own.
-  const claim = commit && after(worker, commit.start, (e) => e.sql.startsWith('UPDATE "public"."Request"'));
-  const claimBegin = claim && worker.findLast((e) => isBegin(e) && e.start <= claim.start);
-  const claimCommit = claim && after(worker, claim.start, isCommit);
-  const fetched =
-    claimBegin && worker.findLast((e) => e.sql.includes("get_job") && e.end <= claimBegin.start);
-  const engine = claimCommit && after(worker, claimCommit.end, (e) => e.kind === "engine");
+  const enqueue = after(web, call.sent, (e) => e.sql.includes("WITH quota AS"));
+  const claim = enqueue && after(worker, enqueue.start, (e) => e.sql.includes("SET status = 'RUNNING'"));
+  const fetched = claim && worker.findLast((e) => e.sql.includes("get_job") && e.end <= claim.start);
+  const engine = claim && after(worker, claim.end, (e) => e.kind === "engine");
   const finish = engine && after(worker, engine.end, (e) => e.sql.startsWith("WITH done AS"));
-  const read = web.findLast((e) => e.kind === "query" && e.end <= call.done && e.sql.includes('"Request"'));
-  if (!first || !begin || !commit || !claimBegin || !claimCommit || !fetched || !engine || !finish || !read)
-    return null;
+  if (!enqueue || !claim || !fetched || !engine || !finish || finish.end > call.done) return null;
   return {
-    httpInToFirstQuery: first.start - call.sent,
-    authAndValidation: begin.start - first.start,
-    enqueueTransaction: commit.end - begin.start,
-    commitToJobFetched: fetched.end - commit.end,
-    jobFetchedToClaim: claimBegin.start - fetched.end,
-    claimTransaction: claimCommit.end - claimBegin.start,
-    claimToEngine: engine.start - claimCommit.end,
+    httpInToEnqueue: enqueue.start - call.sent,
+    enqueue: enqueue.end - enqueue.start,
+    enqueueToJobFetched: fetched.end - enqueue.end,
+    jobFetchedToClaim: claim.start - fetched.end,
+    claim: claim.end - claim.start,
+    claimToEngine: engine.start - claim.end,
     engine: engine.end - engine.start,
     engineToFinish: finish.start - engine.end,
     finishAndNotify: finish.end - finish.start,
-    notifyToWaiterRead: read.end - finish.end,
-    waiterReadToClient: call.done - read.end,
+    notifyToClient: call.done - finish.end,
   };
 }
 

@@ -12,7 +12,7 @@ export class NoWorkerError extends Error {
 /** How long a worker may go without a heartbeat before it counts as lost. */
 export const DEFAULT_STALE_AFTER_MS = 15_000;
 
-function staleAfterMs(): number {
+export function staleAfterMs(): number {
   const fromEnv = Number(process.env.WORKER_STALE_AFTER_MS);
   return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_STALE_AFTER_MS;
 }

@@ -6,8 +6,8 @@
 import { randomUUID } from "node:crypto";
 import type { Db, DbTx } from "./client.ts";
 import { Prisma, type RequestKind } from "./generated/prisma/client.ts";
-import { placeAdapter } from "./placement.ts";
-import { REQUEST_CHANNEL, tasks } from "./queue-names.ts";
+import { placeAdapter, staleAfterMs } from "./placement.ts";
+import { REQUEST_CHANNEL, TRAIN_TASK_PREFIX, tasks } from "./queue-names.ts";
 import { NotFoundError } from "./snapshots.ts";
 
 export class QuotaExceededError extends Error {
@@ -77,15 +77,72 @@ function insertAndQueue(r: NewRequest & { id: string }, allowed: Prisma.Sql) {
       FROM inserted)`;
 }
 
+interface TrainingCall {
+  adapterId: string;
+  kind: TrainingRequestKind;
+  payload: Prisma.InputJsonValue;
+  /** The new request's id; a fresh one when absent. */
+  requestId?: string;
+}
+
 /**
  * Enqueues a training call on an adapter of this team: allocates its sequence
  * number, places the adapter on a worker if it has none, and queues the work.
  */
-export function enqueueTrainingRequest(
+export async function enqueueTrainingRequest(
   db: Db,
   teamId: string,
-  input: { adapterId: string; kind: TrainingRequestKind; payload: Prisma.InputJsonValue },
+  input: TrainingCall,
 ): Promise<EnqueuedRequest> {
+  const id = input.requestId ?? randomUUID();
+  return (await enqueueOnPlacedAdapter(db, teamId, id, input)) ?? enqueueAndPlace(db, teamId, id, input);
+}
+
+const onlineWorker = (stale: number, workerId: Prisma.Sql) => Prisma.sql`
+  EXISTS (SELECT 1 FROM "Worker" w WHERE w.id = ${workerId} AND w.status = 'ONLINE'
+    AND w."heartbeatAt" > now() - make_interval(secs => ${stale / 1000}::float8))`;
+
+/**
+ * The common case in one statement (every training call goes through here): the
+ * adapter already sits on an online worker. The seq bump locks the adapter row,
+ * which orders concurrent calls. Null when the adapter must be placed first.
+ */
+async function enqueueOnPlacedAdapter(
+  db: Db,
+  teamId: string,
+  id: string,
+  input: TrainingCall,
+): Promise<EnqueuedRequest | null> {
+  const queue = `adapter:${input.adapterId}`;
+  const [row] = await db.$queryRaw<(QuotaRow & { seq: number | null; exists: boolean })[]>`
+    WITH ${quotaCte(teamId)},
+    bumped AS (
+      UPDATE "Adapter" SET "requestSeq" = "requestSeq" + 1
+      WHERE id = ${input.adapterId} AND "teamId" = ${teamId} AND status = 'ACTIVE'
+        AND (SELECT queued < max FROM quota) AND ${onlineWorker(staleAfterMs(), Prisma.sql`"Adapter"."workerId"`)}
+      RETURNING "requestSeq", "workerId"),
+    inserted AS (
+      INSERT INTO "Request" (id, "teamId", "adapterId", seq, kind, input)
+      SELECT ${id}, ${teamId}, ${input.adapterId}, bumped."requestSeq", ${input.kind}::"RequestKind",
+        ${JSON.stringify(input.payload)}::jsonb
+      FROM bumped
+      RETURNING id),
+    queued_job AS (
+      SELECT graphile_worker.add_job(${TRAIN_TASK_PREFIX}::text || bumped."workerId", json_build_object('requestId', inserted.id),
+        queue_name => ${queue}::text, max_attempts => 1, job_key => inserted.id) AS job
+      FROM inserted, bumped)
+    SELECT quota.max, quota.queued, (SELECT "requestSeq" FROM bumped) AS seq,
+      EXISTS (SELECT 1 FROM "Adapter" WHERE id = ${input.adapterId} AND "teamId" = ${teamId}
+        AND status = 'ACTIVE') AS exists,
+      (SELECT count(*) FROM queued_job) AS added
+    FROM quota`;
+  checkQuota(teamId, row);
+  if (!row?.exists) throw new NotFoundError(`adapter ${input.adapterId} not found`);
+  return row.seq == null ? null : { requestId: id, seq: row.seq };
+}
+
+/** The adapter has no live worker: place it, then queue, in one transaction. */
+function enqueueAndPlace(db: Db, teamId: string, id: string, input: TrainingCall): Promise<EnqueuedRequest> {
   return db.$transaction(async (tx) => {
     // The quota, and the next seq under the adapter row's lock (which orders concurrent calls).
     const [row] = await tx.$queryRaw<(QuotaRow & { seq: number | null })[]>`
@@ -99,7 +156,6 @@ export function enqueueTrainingRequest(
     checkQuota(teamId, row);
     if (row?.seq == null) throw new NotFoundError(`adapter ${input.adapterId} not found`);
     const workerId = await placeAdapter(tx, input.adapterId);
-    const id = randomUUID();
     const request = {
       id,
       teamId,
@@ -124,9 +180,11 @@ export async function enqueueSamplingRequest(
     baseModelId: string;
     adapterId: string | null;
     payload: Prisma.InputJsonValue;
+    /** The new request's id; a fresh one when absent. */
+    requestId?: string;
   },
 ): Promise<EnqueuedRequest> {
-  const id = randomUUID();
+  const id = input.requestId ?? randomUUID();
   // Sampling is idempotent, so a job a lost worker held may simply run again.
   const request = {
     id,
@@ -176,6 +234,8 @@ export interface ClaimedRequest {
   seq: number | null;
   kind: RequestKind;
   input: Prisma.JsonValue;
+  /** Training calls only: a server-side job training the same adapter (the call must not run). */
+  busyJobId: string | null;
 }
 
 /**
@@ -184,14 +244,23 @@ export interface ClaimedRequest {
  */
 export function claimRequest(db: DbTx, requestId: string): Promise<ClaimedRequest[]> {
   return db.$queryRaw<ClaimedRequest[]>`
-    UPDATE "Request" SET status = 'RUNNING', "startedAt" = now()
+    UPDATE "Request" r SET status = 'RUNNING', "startedAt" = now()
     WHERE id = ${requestId} AND status IN ('QUEUED', 'RUNNING')
-    RETURNING id, "teamId", "adapterId", seq, kind::text AS kind, input`;
+    RETURNING id, "teamId", "adapterId", seq, kind::text AS kind, input,
+      (SELECT j.id FROM "Job" j WHERE r.seq IS NOT NULL AND j."adapterId" = r."adapterId"
+        AND j.status IN ('QUEUED', 'RUNNING') LIMIT 1) AS "busyJobId"`;
 }
+
+/** What a waiter needs of a finished request; sent inside the NOTIFY when it fits. */
+export type RequestOutcome = Pick<RequestState, "id" | "teamId" | "kind" | "status" | "output" | "error">;
+
+// NOTIFY payloads must stay under 8000 bytes; a larger outcome sends only the id.
+const MAX_NOTICE_BYTES = 7900;
 
 /**
  * Writes a request's outcome and announces it, in one statement; a request
- * already finished (e.g. cancelled meanwhile) is left as it was.
+ * already finished (e.g. cancelled meanwhile) is left as it was. The notice
+ * carries the outcome itself when small, so waiters need not read it back.
  */
 export async function finishRequest(
   db: DbTx,
@@ -206,7 +275,16 @@ export async function finishRequest(
       UPDATE "Request" SET status = ${status}::"RequestStatus", output = ${output}::jsonb,
         error = ${error}, "finishedAt" = now()
       WHERE id = ${requestId} AND status IN ('QUEUED', 'RUNNING')
-      RETURNING id)
-    SELECT id FROM done, LATERAL (SELECT pg_notify(${REQUEST_CHANNEL}, done.id)) AS notified`;
+      RETURNING id, json_build_object('id', id, 'teamId', "teamId", 'kind', kind, 'status', status,
+        'output', output, 'error', error)::text AS notice)
+    SELECT id FROM done, LATERAL (SELECT pg_notify(${REQUEST_CHANNEL},
+      CASE WHEN octet_length(done.notice) <= ${MAX_NOTICE_BYTES} THEN done.notice ELSE done.id END)) AS notified`;
   return rows.length === 1;
+}
+
+/** A request notice: the outcome when it was sent along, else only the id (read it back). */
+export function parseRequestNotice(payload: string): { id: string; outcome: RequestOutcome | null } {
+  if (!payload.startsWith("{")) return { id: payload, outcome: null };
+  const outcome = JSON.parse(payload) as RequestOutcome;
+  return { id: outcome.id, outcome };
 }

@@ -8,11 +8,8 @@ import { type ClaimedRequest, requestTask } from "./request-task.ts";
 
 async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<Prisma.InputJsonValue | null> {
   if (!request.adapterId) throw new RangeError(`request ${request.id} names no adapter`);
-  const busy = await host.db.job.findFirst({
-    where: { adapterId: request.adapterId, status: { in: ["QUEUED", "RUNNING"] } },
-    select: { id: true },
-  });
-  if (busy) throw new RangeError(`adapter ${request.adapterId} is being trained by job ${busy.id}`);
+  if (request.busyJobId)
+    throw new RangeError(`adapter ${request.adapterId} is being trained by job ${request.busyJobId}`);
   const session = await host.session(request.adapterId);
   switch (request.kind) {
     case "FORWARD":

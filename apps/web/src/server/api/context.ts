@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { authenticateApiKey, type Db, hashApiKey, type RequestWaiter } from "@opentinker/db";
+import { ShortCache } from "../short-cache.ts";
 import type { Caller, Context } from "../trpc/init.ts";
 import { callerFromSessionCookie } from "./session.ts";
 
@@ -13,7 +14,7 @@ export const bearerToken = (header: string | undefined): string | undefined =>
  * another web process honours a revocation within CACHE_MS.
  */
 const CACHE_MS = 5_000;
-const recent = new Map<string, { caller: Caller; until: number }>();
+const recent = new ShortCache<Caller>(CACHE_MS);
 
 export function forgetAuthenticatedKeys(): void {
   recent.clear();
@@ -22,13 +23,7 @@ export function forgetAuthenticatedKeys(): void {
 /** The team an API key acts for, or null for a missing, unknown or revoked key. */
 export async function callerFromApiKey(db: Db, key: string | undefined): Promise<Caller | null> {
   if (!key) return null;
-  const hash = hashApiKey(key);
-  const hit = recent.get(hash);
-  if (hit && hit.until > Date.now()) return hit.caller;
-  const caller = await authenticateApiKey(db, key);
-  if (caller) recent.set(hash, { caller, until: Date.now() + CACHE_MS });
-  else recent.delete(hash);
-  return caller;
+  return recent.through(hashApiKey(key), () => authenticateApiKey(db, key));
 }
 
 /** The caller: `Authorization: Bearer <API key>` for programs, else the dashboard's session cookie. */

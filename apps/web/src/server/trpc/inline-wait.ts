@@ -1,24 +1,39 @@
 // A call's optional `waitMs`: answer with the result when it is ready in time.
+import { randomUUID } from "node:crypto";
 import type { EnqueuedRequest } from "@opentinker/db";
 import type { FutureRef } from "@opentinker/protocol";
 import type { Caller, Context } from "./init.ts";
 
-export async function withInlineWait(
+/**
+ * Enqueues a call under a fresh request id and, with `waitMs`, waits for its
+ * result. The waiter listens before the enqueue commits, so the result comes
+ * straight from the worker's notice with no read of the request row.
+ */
+export async function enqueueWithInlineWait(
   ctx: Context & { caller: Caller },
-  enqueued: EnqueuedRequest,
   waitMs: number | undefined,
+  enqueue: (requestId: string) => Promise<EnqueuedRequest>,
 ): Promise<FutureRef> {
-  if (!waitMs) return enqueued;
-  const row = await ctx.waiter.wait(ctx.caller.teamId, enqueued.requestId, waitMs);
-  if (!row || row.status === "QUEUED" || row.status === "RUNNING") return enqueued;
+  const requestId = randomUUID();
+  const expectation = waitMs ? await ctx.waiter.expect(requestId) : null;
+  let enqueued: EnqueuedRequest;
+  try {
+    enqueued = await enqueue(requestId);
+  } catch (error) {
+    expectation?.cancel();
+    throw error;
+  }
+  if (!expectation || !waitMs) return enqueued;
+  const outcome = await expectation.result(ctx.caller.teamId, waitMs);
+  if (!outcome || outcome.status === "QUEUED" || outcome.status === "RUNNING") return enqueued;
   return {
     ...enqueued,
     result: {
-      requestId: row.id,
-      kind: row.kind,
-      status: row.status,
-      output: row.output ?? null,
-      error: row.error,
+      requestId: outcome.id,
+      kind: outcome.kind,
+      status: outcome.status,
+      output: outcome.output ?? null,
+      error: outcome.error,
     },
   };
 }

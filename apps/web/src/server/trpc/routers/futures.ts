@@ -1,11 +1,9 @@
-import { getRequest } from "@opentinker/db";
+import { getRequest, type RequestOutcome } from "@opentinker/db";
 import { ZFutureState } from "@opentinker/protocol";
 import { z } from "zod";
 import { notFound, router, teamProcedure } from "../init.ts";
 
-type RequestRow = NonNullable<Awaited<ReturnType<typeof getRequest>>>;
-
-function state(row: RequestRow): z.infer<typeof ZFutureState> {
+function state(row: RequestOutcome): z.infer<typeof ZFutureState> {
   return {
     requestId: row.id,
     kind: row.kind,

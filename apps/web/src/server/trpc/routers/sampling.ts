@@ -9,8 +9,9 @@ import {
   ZSampleInput,
   ZWaitMs,
 } from "@opentinker/protocol";
+import { ShortCache } from "../../short-cache.ts";
 import { badRequest, notFound, router, teamProcedure } from "../init.ts";
-import { withInlineWait } from "../inline-wait.ts";
+import { enqueueWithInlineWait } from "../inline-wait.ts";
 
 interface Target {
   baseModelId: string;
@@ -23,16 +24,14 @@ interface Target {
  * never change, and a base model is rarely re-registered, so every sampling
  * call of a rollout need not look them up again.
  */
-const CACHE_MS = 5_000;
-const recent = new Map<string, { target: Target; until: number }>();
+const recent = new ShortCache<Target>(5_000);
 
 async function resolvePolicy(db: Db, teamId: string, policy: PolicyRef): Promise<Target> {
   const key = `${teamId}\0${"handle" in policy ? policy.handle : `base:${policy.baseModel}`}`;
   const hit = recent.get(key);
-  if (hit && hit.until > Date.now()) return hit.target;
+  if (hit) return hit;
   const target = await lookUpPolicy(db, teamId, policy);
-  if (recent.size > 10_000) recent.clear();
-  recent.set(key, { target, until: Date.now() + CACHE_MS });
+  recent.set(key, target);
   return target;
 }
 
@@ -63,12 +62,14 @@ export const samplingRouter = router({
       const target = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
       const problem = tokenRangeError(input.prompt, target.vocabSize, "prompt");
       if (problem) badRequest(problem);
-      const enqueued = await enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
-        kind: "SAMPLE",
-        ...target,
-        payload: input,
-      });
-      return withInlineWait(ctx, enqueued, waitMs);
+      return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
+        enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
+          kind: "SAMPLE",
+          ...target,
+          payload: input,
+          requestId,
+        }),
+      );
     }),
 
   computeLogprobs: teamProcedure

@@ -13,16 +13,23 @@ import {
   ZWaitMs,
 } from "@opentinker/protocol";
 import type { z } from "zod";
+import { ShortCache } from "../../short-cache.ts";
 import { badRequest, notFound, router, teamProcedure } from "../init.ts";
-import { withInlineWait } from "../inline-wait.ts";
+import { enqueueWithInlineWait } from "../inline-wait.ts";
+
+// An adapter's base model never changes; remembered so that each call of a training loop need not look it up.
+const vocabularies = new ShortCache<number>(60_000);
 
 async function vocabOf(db: Db, teamId: string, adapterId: string): Promise<number> {
-  const adapter = await db.adapter.findFirst({
-    where: { id: adapterId, teamId },
-    select: { baseModel: { select: { vocabSize: true } } },
+  const vocabSize = await vocabularies.through(`${teamId}\0${adapterId}`, async () => {
+    const adapter = await db.adapter.findFirst({
+      where: { id: adapterId, teamId },
+      select: { baseModel: { select: { vocabSize: true } } },
+    });
+    return adapter?.baseModel.vocabSize ?? null;
   });
-  if (!adapter) notFound("adapter", adapterId);
-  return adapter.baseModel.vocabSize;
+  if (vocabSize === null) notFound("adapter", adapterId);
+  return vocabSize;
 }
 
 /** Checks what the schema cannot (token ranges, lengths): a message naming the field, or null. */
@@ -50,12 +57,14 @@ function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
         const problem = check(payload, await vocabOf(ctx.db, ctx.caller.teamId, adapterId));
         if (problem) badRequest(problem);
       }
-      const enqueued = await enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
-        adapterId,
-        kind,
-        payload: payload as object,
-      });
-      return withInlineWait(ctx, enqueued, waitMs);
+      return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
+        enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
+          adapterId,
+          kind,
+          payload: payload as object,
+          requestId,
+        }),
+      );
     });
 }
 
