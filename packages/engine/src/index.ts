@@ -1,11 +1,15 @@
 // @opentinker/engine: base models, LoRA and full-parameter policies, training
 // (losses, AdamW), snapshots and their store.
+
+// Re-exported so builds that must pin the thread count (the built-in models) need no kernels dependency.
+export { type AddonInfo, kernelInfo, setKernelThreads } from "@opentinker/kernels";
 export * from "./base-model.ts";
 export * from "./clients/futures.ts";
 export * from "./clients/in-process.ts";
 export * from "./model/index.ts";
 export type { LinearParams } from "./nn/linear.ts";
-export type { ModelParams } from "./nn/params.ts";
+export type { ModelParams, VisionParams } from "./nn/params.ts";
+export { softTokens } from "./nn/vision.ts";
 export { createFullPolicy } from "./policy/full-policy.ts";
 export { createLoraPolicy, peftName } from "./policy/lora-policy.ts";
 export { type LoraSpec, type Policy, type PolicyKind, zeroGrads } from "./policy/policy.ts";
@@ -21,3 +25,6 @@ export * from "./snapshots/registry.ts";
 export * from "./snapshots/state.ts";
 export * from "./snapshots/store.ts";
 export { Trainer, type TrainerOptions } from "./trainer/trainer.ts";
+export { type DecodedImage, decodeImage } from "./vision/image.ts";
+export { type PreparedImage, type PreparedInput, prepareInput } from "./vision/input.ts";
+export { patchify } from "./vision/patches.ts";

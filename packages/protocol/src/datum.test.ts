@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { buildRlDatum, buildSftDatum, lossInput } from "./datum.ts";
-import { modelInputLength, modelInputTokens } from "./model-input.ts";
+import {
+  IMAGE_POSITION_TOKEN,
+  modelInputLength,
+  modelInputPositionTokens,
+  modelInputTokens,
+} from "./model-input.ts";
 
 describe("SFT datums (C6)", () => {
   it("shift the sequence onto the target axis: input z[0..n-2], targets z[1..n-1], weights with them", () => {
@@ -81,5 +86,12 @@ describe("RL datums (C6)", () => {
     expect(modelInputLength(datum.modelInput)).toBe(4);
     expect(datum.modelInput.chunks[1]?.type).toBe("image");
     expect(lossInput(datum, "weights")).toEqual([0, 0, 0, 1]);
+    expect(modelInputPositionTokens(datum.modelInput)).toEqual([
+      1,
+      IMAGE_POSITION_TOKEN,
+      IMAGE_POSITION_TOKEN,
+      7,
+    ]);
+    expect(() => modelInputTokens(datum.modelInput)).toThrow(/image chunk/);
   });
 });

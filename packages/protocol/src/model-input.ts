@@ -49,6 +49,19 @@ export function modelInputTokens(input: ModelInput): number[] {
   return tokens;
 }
 
+/** The id stored for a position an image covers, where a sequence is kept as plain ids (trajectories). */
+export const IMAGE_POSITION_TOKEN = -1;
+
+/** One id per position: the text tokens, and IMAGE_POSITION_TOKEN for each image position. */
+export function modelInputPositionTokens(input: ModelInput): number[] {
+  const tokens: number[] = [];
+  for (const chunk of input.chunks) {
+    if (chunk.type === "encoded_text") tokens.push(...chunk.tokens);
+    else for (let i = 0; i < chunk.expectedTokens; i++) tokens.push(IMAGE_POSITION_TOKEN);
+  }
+  return tokens;
+}
+
 /** Appends tokens, merging into the last text chunk. */
 export function appendTokens(input: ModelInput, tokens: readonly number[]): ModelInput {
   const chunks = [...input.chunks];

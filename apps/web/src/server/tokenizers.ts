@@ -1,5 +1,6 @@
 // Base models' tokenizers in the web process, for showing trajectories as text.
 import type { Db } from "@opentinker/db";
+import { IMAGE_POSITION_TOKEN } from "@opentinker/protocol";
 import { loadTokenizer, type TextTokenizer } from "@opentinker/tokenizer";
 
 const cache = new Map<string, Promise<TextTokenizer>>();
@@ -16,7 +17,9 @@ export function tokenizerOfBase(db: Db, baseModelId: string): Promise<TextTokeni
   return tokenizer;
 }
 
-/** Each token as the text it stands for (special tokens shown as themselves). */
+/** Each token as the text it stands for (special tokens shown as themselves, image positions as ▣). */
 export function tokenPieces(tokenizer: TextTokenizer, tokens: readonly number[]): string[] {
-  return tokens.map((t) => tokenizer.decode([t], { skipSpecialTokens: false }));
+  return tokens.map((t) =>
+    t === IMAGE_POSITION_TOKEN ? "▣" : tokenizer.decode([t], { skipSpecialTokens: false }),
+  );
 }

@@ -1,7 +1,7 @@
 // Rollout groups → the compact rows stored per trajectory (C6): the whole token
 // sequence with its mask, the sampler's logprobs and the advantages trained on.
 import type { TrajectoryInput } from "@opentinker/db";
-import { modelInputTokens } from "@opentinker/protocol";
+import { modelInputPositionTokens } from "@opentinker/protocol";
 import {
   type AdvantageOptions,
   groupAdvantages,
@@ -17,7 +17,8 @@ function flatten(trajectory: Trajectory, turnAdvantages: number[]) {
   const logprobs: number[] = [];
   const advantages: number[] = [];
   for (const datum of trajectoryDatums({ trajectory, turnAdvantages })) {
-    const input = modelInputTokens(datum.modelInput);
+    // Image positions are stored as IMAGE_POSITION_TOKEN (the images themselves are not kept).
+    const input = modelInputPositionTokens(datum.modelInput);
     const targets = datum.lossFnInputs.targetTokens?.data ?? [];
     tokens.push(...input, targets[targets.length - 1] as number);
     mask.push(0, ...(datum.lossFnInputs.mask?.data ?? []));

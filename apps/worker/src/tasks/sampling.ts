@@ -2,7 +2,7 @@
 // versions is batched by the base model's one sampler.
 import type { Db, Prisma } from "@opentinker/db";
 import { BASE_KEY } from "@opentinker/engine";
-import { modelInputTokens, type PolicyRef, ZComputeLogprobsInput, ZSampleInput } from "@opentinker/protocol";
+import { type PolicyRef, ZComputeLogprobsInput, ZSampleInput } from "@opentinker/protocol";
 import type { Task } from "graphile-worker";
 import type { EngineHost } from "../engine-host.ts";
 import { type ClaimedRequest, requestTask } from "./request-task.ts";
@@ -15,16 +15,12 @@ async function runSampling(host: EngineHost, baseId: string, request: ClaimedReq
   const sampler = host.sampler(baseId);
   if (request.kind === "SAMPLE") {
     const input = ZSampleInput.parse(request.input);
-    return sampler.sample(
-      policyKey(input.policy),
-      modelInputTokens(input.prompt),
-      input.numSamples,
-      input.params,
-    );
+    // The model input goes through whole: image chunks become soft tokens in the sampler.
+    return sampler.sample(policyKey(input.policy), input.prompt, input.numSamples, input.params);
   }
   if (request.kind === "COMPUTE_LOGPROBS") {
     const input = ZComputeLogprobsInput.parse(request.input);
-    return sampler.computeLogprobs(policyKey(input.policy), modelInputTokens(input.sequence));
+    return sampler.computeLogprobs(policyKey(input.policy), input.sequence);
   }
   throw new RangeError(`request kind ${request.kind} is not a sampling call`);
 }

@@ -1,22 +1,35 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { buildSftDatum, modelInputFromTokens } from "@opentinker/protocol";
+import { buildSftDatum, type ImageChunk, type ModelInput, modelInputFromTokens } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
+import { randomImageChunk } from "../testing/images.ts";
 import { TINY_MODEL, writeTinyModel } from "../testing/tiny-model.ts";
 import { OrderedQueue } from "./futures.ts";
 import { InProcessServiceClient } from "./in-process.ts";
 
 let dir: string;
 let base: BaseModel;
+let vlBase: BaseModel;
 let service: InProcessServiceClient;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "ot-clients-"));
   await writeTinyModel(path.join(dir, "model"), TINY_MODEL);
   base = await loadBaseModel(path.join(dir, "model"), "tiny");
-  service = InProcessServiceClient.local([base], path.join(dir, "store"), "demo", {
+  // 8×8 images in 4×4 patches: 4 soft tokens each.
+  // Two layers: one layer learns slowly to route what the picture shows to the answer.
+  await writeTinyModel(path.join(dir, "vl"), {
+    ...TINY_MODEL,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    scale: 0.3,
+    vision: { imageSize: 8, patchSize: 4 },
+  });
+  vlBase = await loadBaseModel(path.join(dir, "vl"), "tiny-vl");
+  service = InProcessServiceClient.local([base, vlBase], path.join(dir, "store"), "demo", {
     kvCacheBytes: 4 << 20,
     blockSize: 4,
   });
@@ -86,6 +99,63 @@ describe("in-process clients", () => {
   it("an unknown base model is refused by name", async () => {
     await expect(service.createLoraTrainingClient({ baseModel: "nope", rank: 2 })).rejects.toThrow(
       /unknown base model "nope"/,
+    );
+  });
+});
+
+describe("in-process clients with images", () => {
+  const image = (seed: number) => randomImageChunk(8, seed, 4);
+  const prompt = (img: ImageChunk): ModelInput => ({
+    chunks: [img, { type: "encoded_text", tokens: [5, 6] }],
+  });
+  const datum = (img: ImageChunk, answer: number[]) =>
+    buildSftDatum({
+      sequence: {
+        input: { chunks: [...prompt(img).chunks, { type: "encoded_text", tokens: answer }] },
+        tokens: [0, 0, 0, 0, 5, 6, ...answer],
+      },
+      weights: [0, 0, 0, 0, 0, 0, ...answer.map(() => 1)],
+    });
+
+  it("forward, forwardBackward, sample and computeLogprobs take image chunks end to end", async () => {
+    const tc = await service.createLoraTrainingClient({ baseModel: "tiny-vl", rank: 4, seed: 3 });
+    const data = [datum(image(1), [7, 8, 9]), datum(image(2), [70, 80, 90])];
+    for (let i = 0; i < 30; i++) {
+      await tc.forwardBackward(data, "cross_entropy");
+      await tc.optimStep({ learningRate: 3e-2 });
+    }
+    const forwarded = await (await tc.forward(data, "cross_entropy")).result();
+    const sc = await tc.createSamplingClient();
+    const answers = [];
+    for (const seed of [1, 2]) {
+      const out = await (await sc.sample(prompt(image(seed)), 1, { maxTokens: 3, temperature: 0 })).result();
+      answers.push(out.sequences[0]?.tokens);
+    }
+    expect(answers).toEqual([
+      [7, 8, 9],
+      [70, 80, 90],
+    ]);
+    const sequence: ModelInput = {
+      chunks: [...prompt(image(1)).chunks, { type: "encoded_text", tokens: [7, 8, 9] }],
+    };
+    const computed = await (await sc.computeLogprobs(sequence)).result();
+    expect(computed.slice(0, 4)).toEqual([null, null, null, null]);
+    const trained = forwarded.lossFnOutputs[0]?.logprobs?.data ?? [];
+    computed.slice(4).forEach((lp, i) => {
+      expect(Math.abs((lp as number) - (trained[3 + i] as number))).toBeLessThan(1e-4);
+    });
+    expect(sc.getTokenizer().encode("<|image|>")).toEqual([vlBase.config.vision?.imageTokenId]);
+  });
+
+  it("an image sent through a client of a text-only base model fails that call only", async () => {
+    const sc = await service.createSamplingClient({ baseModel: "tiny" });
+    const bad = await sc.sample(prompt(image(1)), 1, { maxTokens: 2 });
+    await expect(bad.result()).rejects.toThrow(
+      /chunks\[0\] is an image, but this base model has no vision input/,
+    );
+    const tc = await service.createLoraTrainingClient({ baseModel: "tiny", rank: 2 });
+    await expect((await tc.forward([datum(image(1), [7])], "cross_entropy")).result()).rejects.toThrow(
+      /no vision input/,
     );
   });
 });

@@ -1,24 +1,23 @@
 // In-process implementations of the protocol's client interfaces: a server-side
 // job runs the same RL / SFT loops as a user's script, without the network.
-import {
-  type AdamParamsInput,
-  type ApiFuture,
-  type Datum,
-  type ForwardBackwardOutput,
-  type LoraConfig,
-  type LossFn,
-  type LossFnConfig,
-  type ModelInput,
-  modelInputTokens,
-  type OptimStepOutput,
-  type SampleResponse,
-  type SamplingClient,
-  type SamplingParamsInput,
-  type SavedState,
-  type SavedWeights,
-  type ServiceClient,
-  type TextTokenizerLike,
-  type TrainingClient,
+import type {
+  AdamParamsInput,
+  ApiFuture,
+  Datum,
+  ForwardBackwardOutput,
+  LoraConfig,
+  LossFn,
+  LossFnConfig,
+  ModelInput,
+  OptimStepOutput,
+  SampleResponse,
+  SamplingClient,
+  SamplingParamsInput,
+  SavedState,
+  SavedWeights,
+  ServiceClient,
+  TextTokenizerLike,
+  TrainingClient,
 } from "@opentinker/protocol";
 import type { BaseModel } from "../base-model.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
@@ -221,13 +220,13 @@ export class InProcessSamplingClient implements SamplingClient {
     numSamples: number,
     params: SamplingParamsInput,
   ): Promise<ApiFuture<SampleResponse>> {
-    const run = this.sampler.sample(this.policy, modelInputTokens(prompt), numSamples, params);
+    const run = this.sampler.sample(this.policy, prompt, numSamples, params);
     run.catch(() => undefined);
     return { result: () => run };
   }
 
   async computeLogprobs(sequence: ModelInput): Promise<ApiFuture<(number | null)[]>> {
-    const run = this.sampler.computeLogprobs(this.policy, modelInputTokens(sequence));
+    const run = this.sampler.computeLogprobs(this.policy, sequence);
     run.catch(() => undefined);
     return { result: () => run };
   }

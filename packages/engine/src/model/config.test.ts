@@ -318,3 +318,41 @@ describe("modelConfigToJson", () => {
     expect(json.eos_token_id).toBe(151643);
   });
 });
+
+describe("vision-language configs", () => {
+  const VISION = { vision_config: { image_size: 32, patch_size: 8, num_channels: 3 }, image_token_id: 49151 };
+
+  test("vision_config and image_token_id give the vision part; text-only configs have none", () => {
+    expect(parseWith(VISION).vision).toEqual({
+      imageSize: 32,
+      patchSize: 8,
+      numChannels: 3,
+      imageTokenId: 49151,
+    });
+    expect(parseWith({}).vision).toBeUndefined();
+  });
+
+  test("survives a round trip through config.json", () => {
+    const config = parseWith(VISION);
+    const json = modelConfigToJson(config);
+    expect(json.vision_config).toEqual(VISION.vision_config);
+    expect(json.image_token_id).toBe(49151);
+    expect(parseModelConfig(JSON.parse(JSON.stringify(json)), SOURCE)).toEqual(config);
+  });
+
+  test("inconsistent vision keys are errors naming the key", () => {
+    expect(() => parseWith({ vision_config: VISION.vision_config })).toThrow(
+      `${SOURCE}: vision_config is given without the other`,
+    );
+    expect(() => parseWith({ image_token_id: 5 })).toThrow(`${SOURCE}: image_token_id is given without`);
+    expect(() => parseWith({ ...VISION, vision_config: { image_size: 30, patch_size: 8 } })).toThrow(
+      `${SOURCE}: vision_config.image_size 30 is not divisible by vision_config.patch_size 8`,
+    );
+    expect(() => parseWith({ ...VISION, image_token_id: 49152 })).toThrow(
+      `${SOURCE}: image_token_id 49152 is outside vocab_size 49152`,
+    );
+    expect(() =>
+      parseWith({ ...VISION, vision_config: { image_size: 32, patch_size: 8, num_channels: 4 } }),
+    ).toThrow(/vision_config\.num_channels: only 3 \(RGB\) is supported/);
+  });
+});

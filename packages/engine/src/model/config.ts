@@ -2,6 +2,13 @@
 // Only the keys the engine needs are read; anything that would make the engine
 // compute a different function from the checkpoint (another activation, sliding
 // windows, MLP biases) is rejected instead of silently ignored.
+//
+// A vision-language model is the same text config plus two keys (names after
+// Qwen2-VL / LLaVA):
+//   "vision_config": { "image_size": S, "patch_size": P, "num_channels": 3 }
+//   "image_token_id": <id>   the placeholder token at image positions
+// Its vision part is a learned patch projection (see weights.ts and nn/vision.ts);
+// transformers loads such a directory as the text model and ignores the rest.
 import { join } from "node:path";
 import { z } from "zod";
 import { describeValue, parseWithSchema, readJsonFile } from "./files.ts";
@@ -19,6 +26,24 @@ export interface RopeScaling {
   rope_type?: string;
   type?: string;
   [key: string]: unknown;
+}
+
+/** The image input of a vision-language model: S×S RGB images in P×P patches. */
+export interface VisionConfig {
+  /** S: images must be exactly S×S pixels. */
+  imageSize: number;
+  /** P: patch side; divides S. */
+  patchSize: number;
+  /** C: colour channels of a patch (3, RGB). */
+  numChannels: number;
+  /** The placeholder token held by image positions (its embedding is replaced). */
+  imageTokenId: number;
+}
+
+/** numPatches = (S/P)² soft tokens per image; patchDim = C·P·P values per patch. */
+export function visionDims(v: VisionConfig): { numPatches: number; patchDim: number } {
+  const side = v.imageSize / v.patchSize;
+  return { numPatches: side * side, patchDim: v.numChannels * v.patchSize * v.patchSize };
 }
 
 export interface ModelConfig {
@@ -41,6 +66,8 @@ export interface ModelConfig {
   eosTokenIds: number[];
   /** The checkpoint's own dtype ("bfloat16", …); weights are float32 in memory regardless. */
   torchDtype: string;
+  /** Present for a vision-language model (image chunks in prompts); absent for text-only. */
+  vision?: VisionConfig;
 }
 
 // HF's LlamaConfig / Qwen2Config default when the key is absent.
@@ -56,6 +83,13 @@ const RopeScalingSchema = z
   .refine((value) => value.rope_type !== undefined || value.type !== undefined, {
     error: "needs a rope_type (or type) string",
   });
+
+const VisionConfigSchema = z.object({
+  image_size: positiveInt,
+  patch_size: positiveInt,
+  // Images are decoded to RGB, so a patch has exactly three channels.
+  num_channels: z.literal(3, { error: "only 3 (RGB) is supported" }).optional(),
+});
 
 const HfConfigSchema = z.object({
   hidden_size: positiveInt,
@@ -81,6 +115,8 @@ const HfConfigSchema = z.object({
   torch_dtype: z.string().nullish(),
   // transformers ≥ 4.56 writes `dtype` instead of `torch_dtype`.
   dtype: z.string().nullish(),
+  vision_config: VisionConfigSchema.nullish(),
+  image_token_id: tokenId.nullish(),
 });
 type HfConfig = z.output<typeof HfConfigSchema>;
 
@@ -117,6 +153,34 @@ function checkConsistency(raw: HfConfig, config: ModelConfig, source: string): v
   }
   const badEos = config.eosTokenIds.find((id) => id >= config.vocabSize);
   if (badEos !== undefined) fail("eos_token_id", `${badEos} is outside vocab_size ${config.vocabSize}`);
+  if ((raw.vision_config == null) !== (raw.image_token_id == null)) {
+    fail(
+      raw.vision_config == null ? "image_token_id" : "vision_config",
+      "is given without the other: a vision-language model needs both vision_config and image_token_id",
+    );
+  }
+  const vision = config.vision;
+  if (vision) {
+    if (vision.imageSize % vision.patchSize !== 0) {
+      fail(
+        "vision_config.image_size",
+        `${vision.imageSize} is not divisible by vision_config.patch_size ${vision.patchSize}`,
+      );
+    }
+    if (vision.imageTokenId >= config.vocabSize) {
+      fail("image_token_id", `${vision.imageTokenId} is outside vocab_size ${config.vocabSize}`);
+    }
+  }
+}
+
+function visionOf(raw: HfConfig): VisionConfig | undefined {
+  if (raw.vision_config == null || raw.image_token_id == null) return undefined;
+  return {
+    imageSize: raw.vision_config.image_size,
+    patchSize: raw.vision_config.patch_size,
+    numChannels: raw.vision_config.num_channels ?? 3,
+    imageTokenId: raw.image_token_id,
+  };
 }
 
 /**
@@ -147,6 +211,8 @@ export function parseModelConfig(json: unknown, source = "config.json"): ModelCo
     eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
     torchDtype: raw.torch_dtype ?? raw.dtype ?? "float32",
   };
+  const vision = visionOf(raw);
+  if (vision) config.vision = vision;
   checkConsistency(raw, config, source);
   return config;
 }
@@ -185,5 +251,15 @@ export function modelConfigToJson(config: ModelConfig): Record<string, unknown> 
     bos_token_id: config.bosTokenId,
     eos_token_id: eos.length === 1 ? eos[0] : eos,
     torch_dtype: config.torchDtype,
+    ...(config.vision
+      ? {
+          vision_config: {
+            image_size: config.vision.imageSize,
+            patch_size: config.vision.patchSize,
+            num_channels: config.vision.numChannels,
+          },
+          image_token_id: config.vision.imageTokenId,
+        }
+      : {}),
   };
 }

@@ -15,6 +15,8 @@ export {
   parseModelConfig,
   type RopeScaling,
   SUPPORTED_ARCHITECTURES,
+  type VisionConfig,
+  visionDims,
 } from "./config.ts";
 export { type WrittenFile, writeFileAtomically, writeJsonFile } from "./files.ts";
 export { decodeFloats, encodeFloats, type FloatDtype, roundToDtype } from "./float-convert.ts";
@@ -47,5 +49,10 @@ export {
   modelWeightTensors,
   SINGLE_FILE,
   type TensorSpec,
+  VISION_PATCH_BIAS,
+  VISION_PATCH_PROJ,
+  VISION_POS_EMBED,
+  type VisionWeights,
+  visionTensorSpecs,
 } from "./weights.ts";
 export { type WriteWeightsOptions, writeModelConfig, writeModelWeights } from "./write-model.ts";

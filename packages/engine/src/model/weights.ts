@@ -5,7 +5,7 @@
 import { access } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { z } from "zod";
-import type { ModelConfig } from "./config.ts";
+import { type ModelConfig, visionDims } from "./config.ts";
 import { isNotFound, parseWithSchema, readJsonFile } from "./files.ts";
 import { readSafetensors, readSafetensorsHeader } from "./safetensors.ts";
 
@@ -27,12 +27,24 @@ export interface LayerWeights {
   postAttentionNorm: Float32Array; // [hiddenSize]
 }
 
+/**
+ * The vision part of a vision-language model: soft token i of an image is
+ * patchProj · patch_i + patchBias + posEmbed[i] (see nn/vision.ts for the patch layout).
+ */
+export interface VisionWeights {
+  patchProj: Float32Array; // [hiddenSize, numChannels · patchSize²]
+  patchBias: Float32Array; // [hiddenSize]
+  posEmbed: Float32Array; // [numPatches, hiddenSize]
+}
+
 export interface ModelWeights {
   embedTokens: Float32Array; // [vocabSize, hiddenSize]
   layers: LayerWeights[];
   norm: Float32Array; // [hiddenSize]
   /** [vocabSize, hiddenSize]; the same array as embedTokens when the config ties them. */
   lmHead: Float32Array;
+  /** Present exactly when the config has a vision part. */
+  vision?: VisionWeights;
 }
 
 type LayerKey = keyof LayerWeights;
@@ -66,6 +78,9 @@ const LAYER_TENSORS: readonly LayerTensorSpec[] = [
 export const EMBED_TOKENS = "model.embed_tokens.weight";
 export const FINAL_NORM = "model.norm.weight";
 export const LM_HEAD = "lm_head.weight";
+export const VISION_PATCH_PROJ = "visual.patch_proj.weight";
+export const VISION_PATCH_BIAS = "visual.patch_proj.bias";
+export const VISION_POS_EMBED = "visual.pos_embed";
 
 export function layerTensorName(layer: number, suffix: string): string {
   return `model.layers.${layer}.${suffix}`;
@@ -80,6 +95,18 @@ export interface TensorSpec {
   shape: number[];
 }
 
+/** The vision tensors of a vision-language config (none for a text-only one). */
+export function visionTensorSpecs(config: ModelConfig): TensorSpec[] {
+  if (!config.vision) return [];
+  const { numPatches, patchDim } = visionDims(config.vision);
+  const H = config.hiddenSize;
+  return [
+    { name: VISION_PATCH_PROJ, shape: [H, patchDim] },
+    { name: VISION_PATCH_BIAS, shape: [H] },
+    { name: VISION_POS_EMBED, shape: [numPatches, H] },
+  ];
+}
+
 /** Every tensor a checkpoint of this config holds, with its shape; no lm_head when tied. */
 export function modelTensorSpecs(config: ModelConfig): TensorSpec[] {
   const specs: TensorSpec[] = [{ name: EMBED_TOKENS, shape: [config.vocabSize, config.hiddenSize] }];
@@ -90,6 +117,7 @@ export function modelTensorSpecs(config: ModelConfig): TensorSpec[] {
   }
   specs.push({ name: FINAL_NORM, shape: [config.hiddenSize] });
   if (!config.tieWordEmbeddings) specs.push({ name: LM_HEAD, shape: [config.vocabSize, config.hiddenSize] });
+  specs.push(...visionTensorSpecs(config));
   return specs;
 }
 
@@ -216,7 +244,11 @@ export function assembleModelWeights(
   const lmHead = config.tieWordEmbeddings
     ? embedTokens
     : take({ name: LM_HEAD, shape: [config.vocabSize, config.hiddenSize] });
-  return { embedTokens, layers, norm, lmHead };
+  const weights: ModelWeights = { embedTokens, layers, norm, lmHead };
+  const [proj, bias, pos] = visionTensorSpecs(config);
+  if (proj && bias && pos)
+    weights.vision = { patchProj: take(proj), patchBias: take(bias), posEmbed: take(pos) };
+  return weights;
 }
 
 /**
@@ -250,6 +282,11 @@ function tensorByName(config: ModelConfig, weights: ModelWeights): Map<string, F
     for (const spec of layerSpecs(config)) {
       byName.set(layerTensorName(layer, spec.suffix), layerTensor(weights, layer, spec.key));
     }
+  }
+  if (weights.vision) {
+    byName.set(VISION_PATCH_PROJ, weights.vision.patchProj);
+    byName.set(VISION_PATCH_BIAS, weights.vision.patchBias);
+    byName.set(VISION_POS_EMBED, weights.vision.posEmbed);
   }
   return byName;
 }

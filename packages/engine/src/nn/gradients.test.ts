@@ -1,34 +1,44 @@
 // Backward vs central finite differences of the real forward (fp32 kernels), for
-// LoRA (attention, MLP and unembedding adapters) and full-parameter policies.
+// LoRA (attention, MLP and unembedding adapters) and full-parameter policies, and
+// through image soft tokens into the vision projection.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { buildSftDatum } from "@opentinker/protocol";
+import { buildSftDatum, type Datum } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
+import type { TrainableTensor } from "../policy/tensor.ts";
 import { Rng } from "../rng.ts";
+import { randomImageChunk } from "../testing/images.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "../trainer/trainer.ts";
 
 let dir: string;
 let base: BaseModel;
+let vlBase: BaseModel;
+
+const SHAPE = {
+  architecture: "qwen2",
+  tieWordEmbeddings: true,
+  hiddenSize: 16,
+  numLayers: 2,
+  numHeads: 2,
+  numKvHeads: 1,
+  intermediateSize: 24,
+  seed: 11,
+  scale: 0.3,
+} as const;
+
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "ot-grad-"));
-  await writeTinyModel(dir, {
-    architecture: "qwen2",
-    tieWordEmbeddings: true,
-    hiddenSize: 16,
-    numLayers: 2,
-    numHeads: 2,
-    numKvHeads: 1,
-    intermediateSize: 24,
-    seed: 11,
-    scale: 0.3,
-  });
-  base = await loadBaseModel(dir, "tiny");
+  await writeTinyModel(path.join(dir, "text"), SHAPE);
+  base = await loadBaseModel(path.join(dir, "text"), "tiny");
+  // 8×8 images in 4×4 patches: 4 soft tokens from 48 values each.
+  await writeTinyModel(path.join(dir, "vl"), { ...SHAPE, vision: { imageSize: 8, patchSize: 4 } });
+  vlBase = await loadBaseModel(path.join(dir, "vl"), "tiny-vl");
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
@@ -41,13 +51,20 @@ const DATA = [
 const EPS = 1e-2;
 const tolerance = (analytic: number) => 3e-3 + 0.05 * Math.abs(analytic);
 
-function checkAgainstFiniteDifferences(policy: Policy, entriesPerTensor: number): number {
+function checkAgainstFiniteDifferences(
+  policy: Policy,
+  entriesPerTensor: number,
+  data: Datum[] = DATA,
+  tensors: readonly TrainableTensor[] = policy.tensors,
+  /** Entries to check besides the largest-gradient and random ones, by tensor name. */
+  extra: ReadonlyMap<string, number[]> = new Map(),
+): number {
   const trainer = new Trainer(policy);
-  trainer.forwardBackward(DATA, "cross_entropy");
-  const loss = () => trainer.forward(DATA, "cross_entropy").metrics["loss:sum"] as number;
+  trainer.forwardBackward(data, "cross_entropy");
+  const loss = () => trainer.forward(data, "cross_entropy").metrics["loss:sum"] as number;
   const rng = new Rng(3);
   let checked = 0;
-  for (const t of policy.tensors) {
+  for (const t of tensors) {
     // The largest-gradient entry plus random ones.
     let largest = 0;
     t.grad.forEach((g, i) => {
@@ -56,6 +73,7 @@ function checkAgainstFiniteDifferences(policy: Policy, entriesPerTensor: number)
     const entries = [
       largest,
       ...Array.from({ length: entriesPerTensor - 1 }, () => Math.floor(rng.next() * t.value.length)),
+      ...(extra.get(t.name) ?? []),
     ];
     for (const i of entries) {
       const original = t.value[i] as number;
@@ -95,5 +113,53 @@ describe("gradients match finite differences", () => {
   it("full-parameter, with tied embeddings and q/k/v biases", () => {
     const policy = createFullPolicy(base);
     expect(checkAgainstFiniteDifferences(policy, 3)).toBeGreaterThan(40);
+  });
+});
+
+describe("gradients through image soft tokens match finite differences", () => {
+  // An image between text, and one at the very start (no token before it).
+  const image = (seed: number) => randomImageChunk(8, seed, 4);
+  const VL_DATA = [
+    buildSftDatum({
+      sequence: {
+        input: {
+          chunks: [
+            { type: "encoded_text", tokens: [3, 40] },
+            image(1),
+            { type: "encoded_text", tokens: [7, 99, 12] },
+          ],
+        },
+        tokens: [3, 40, 0, 0, 0, 0, 7, 99, 12],
+      },
+      weights: [0, 0, 0, 0, 0, 0, 1, 1, 1],
+    }),
+    buildSftDatum({
+      sequence: {
+        input: { chunks: [image(2), { type: "encoded_text", tokens: [5, 6] }] },
+        tokens: [0, 0, 0, 0, 5, 6],
+      },
+      weights: [0, 0, 0, 0, 1, 1],
+    }),
+  ];
+
+  it("full-parameter: the patch projection, its bias and the position embedding", () => {
+    const policy = createFullPolicy(vlBase);
+    const vision = policy.tensors.filter((t) => t.name.startsWith("visual."));
+    expect(vision.map((t) => t.name)).toEqual([
+      "visual.patch_proj.weight",
+      "visual.patch_proj.bias",
+      "visual.pos_embed",
+    ]);
+    expect(checkAgainstFiniteDifferences(policy, 6, VL_DATA, vision)).toBe(18);
+  });
+
+  it("full-parameter: the text weights, with images in the batch", () => {
+    const policy = createFullPolicy(vlBase);
+    const text = policy.tensors.filter((t) => !t.name.startsWith("visual."));
+    // The placeholder's embedding row: image positions never read it, so only the (tied) unembedding moves it.
+    const H = vlBase.config.hiddenSize;
+    const row = (vlBase.config.vision?.imageTokenId ?? 0) * H;
+    const extra = new Map([["model.embed_tokens.weight", [row, row + 1, row + H - 1]]]);
+    expect(checkAgainstFiniteDifferences(policy, 2, VL_DATA, text, extra)).toBeGreaterThan(20);
   });
 });

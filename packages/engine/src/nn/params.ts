@@ -32,6 +32,16 @@ export interface ModelShape {
   rmsNormEps: number;
 }
 
+/**
+ * The vision part of a vision-language model: soft token i of an image is
+ * proj(patch_i) + posEmbed[i]. Grads are present when it trains (full-parameter).
+ */
+export interface VisionParams {
+  numPatches: number;
+  proj: LinearParams; // dIn = C·P·P, dOut = hidden
+  posEmbed: { value: Float32Array; grad?: Float32Array }; // [numPatches, hidden]
+}
+
 export interface ModelParams {
   shape: ModelShape;
   rope: RopeFrequencies;
@@ -40,4 +50,6 @@ export interface ModelParams {
   finalNorm: NormParams;
   /** [vocab, hidden]: lm_head, or the embedding table when tied (then grads are shared too). */
   unembed: { weight: Float32Array; grad?: Float32Array; lora?: LoraBindingForLayer };
+  /** Present for a vision-language model. */
+  vision?: VisionParams;
 }

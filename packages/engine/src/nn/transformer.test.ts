@@ -1,11 +1,14 @@
+import type { ModelInput } from "@opentinker/protocol";
 import { describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
+import { randomImageChunk } from "../testing/images.ts";
 import { referenceLogprobs } from "../testing/reference-forward.ts";
 import { tempDir } from "../testing/temp-dir.ts";
 import { type TinyModelOptions, writeTinyModel } from "../testing/tiny-model.ts";
 import { pack } from "../trainer/batching.ts";
+import { prepareInput } from "../vision/input.ts";
 import { forward } from "./transformer.ts";
 
 const SEQUENCES = [
@@ -91,5 +94,77 @@ describe("the transformer forward", () => {
     expect(Array.from(forward(lora.params, batch).logprobs)).toEqual(
       Array.from(forward(frozenParams(base), batch).logprobs),
     );
+  });
+});
+
+describe("the transformer forward with images", () => {
+  // 8×8 images in 4×4 patches: 4 soft tokens each. Token ids at image positions are placeholders.
+  async function vlModel(): Promise<BaseModel> {
+    return model({ architecture: "qwen2", tieWordEmbeddings: false, vision: { imageSize: 8, patchSize: 4 } });
+  }
+
+  function prepared(base: BaseModel, chunks: ModelInput["chunks"]) {
+    return prepareInput({ chunks }, base.config, "test");
+  }
+
+  it("matches the float64 reference within 1e-4, soft tokens in place of the placeholders", async () => {
+    const base = await vlModel();
+    const input = prepared(base, [
+      { type: "encoded_text", tokens: [5, 17] },
+      randomImageChunk(8, 1, 4),
+      { type: "encoded_text", tokens: [99, 3] },
+      randomImageChunk(8, 2, 4),
+      { type: "encoded_text", tokens: [41, 7] },
+    ]);
+    const tokens = Array.from(input.tokens);
+    const batch = pack([
+      {
+        tokens: input.tokens.slice(0, -1),
+        targets: input.tokens.slice(1),
+        images: input.images,
+      },
+    ]);
+    const { logprobs } = forward(frozenParams(base), batch);
+    const expected = referenceLogprobs(
+      base.config,
+      base.weights,
+      base.rope,
+      tokens.slice(0, -1),
+      tokens.slice(1),
+      input.images,
+    );
+    logprobs.forEach((lp, i) => {
+      expect(Math.abs(lp - (expected[i] as number))).toBeLessThan(1e-4);
+    });
+    // The image changes the outputs after it (it is not the placeholder's embedding).
+    const textOnly = forward(frozenParams(base), { ...batch, images: undefined }).logprobs;
+    expect(Math.abs((textOnly.at(-1) as number) - (logprobs.at(-1) as number))).toBeGreaterThan(1e-3);
+  });
+
+  it("a sequence that ends inside an image keeps the image's leading soft tokens", async () => {
+    const base = await vlModel();
+    const input = prepared(base, [{ type: "encoded_text", tokens: [5] }, randomImageChunk(8, 3, 4)]);
+    // Input positions 0..2: the token and the image's first two soft tokens.
+    const batch = pack([
+      { tokens: input.tokens.slice(0, 3), targets: input.tokens.slice(1, 4), images: input.images },
+    ]);
+    expect(batch.images?.map((i) => [i.row, i.count])).toEqual([[1, 2]]);
+    const { logprobs } = forward(frozenParams(base), batch);
+    const tokens = Array.from(input.tokens);
+    const expected = referenceLogprobs(
+      base.config,
+      base.weights,
+      base.rope,
+      tokens.slice(0, 3),
+      tokens.slice(1, 4),
+      input.images,
+    );
+    logprobs.forEach((lp, i) => {
+      expect(Math.abs(lp - (expected[i] as number))).toBeLessThan(1e-4);
+    });
+  });
+
+  it("a text-only batch carries no images", () => {
+    expect(batchOf(SEQUENCES).images).toBeUndefined();
   });
 });

@@ -16,6 +16,7 @@ import {
 import { linearBackward, linearForward } from "./linear.ts";
 import type { LayerParams, ModelParams } from "./params.ts";
 import { unembedBackward, unembedForward } from "./unembed.ts";
+import { type BatchImage, embedImages, embedImagesBackward } from "./vision.ts";
 
 /** Sequences packed end to end: token i of the batch, its position, and where each sequence starts. */
 export interface PackedBatch {
@@ -23,6 +24,8 @@ export interface PackedBatch {
   positions: Int32Array; // [T]: position within its own sequence
   seqStarts: Int32Array; // [numSeqs + 1]
   targets: Int32Array; // [T]: the next token of each position
+  /** Images whose soft tokens replace the token embeddings of their rows; absent for text-only batches. */
+  images?: BatchImage[];
 }
 
 interface LayerTape {
@@ -108,6 +111,7 @@ export function forward(m: ModelParams, batch: PackedBatch): ForwardResult {
   const T = batch.tokens.length;
   let h: Float32Array = new Float32Array(T * H);
   embedding(batch.tokens, m.embed.table, h, T, vocabSize, H);
+  if (batch.images) embedImages(m.vision, batch.images, h);
   const layers: LayerTape[] = [];
   for (const p of m.layers) {
     const t = layerForward(p, m, batch, h);
@@ -203,5 +207,6 @@ export function backward(m: ModelParams, tape: Tape, dLogprobs: Float32Array): v
   for (let l = m.layers.length - 1; l >= 0; l--) {
     layerBackward(m.layers[l] as LayerParams, m, tape.batch, tape.layers[l] as LayerTape, dh);
   }
+  if (tape.batch.images) embedImagesBackward(m.vision, tape.batch.images, dh);
   if (m.embed.grad) embeddingBackward(tape.batch.tokens, dh, m.embed.grad, T, vocabSize, H);
 }

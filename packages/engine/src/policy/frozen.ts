@@ -1,7 +1,7 @@
 import type { BaseModel } from "../base-model.ts";
-import type { ModelConfig } from "../model/index.ts";
+import { type ModelConfig, type ModelWeights, visionDims } from "../model/index.ts";
 import type { LinearParams } from "../nn/linear.ts";
-import type { LayerParams, ModelParams, ModelShape } from "../nn/params.ts";
+import type { LayerParams, ModelParams, ModelShape, VisionParams } from "../nn/params.ts";
 
 export function frozenLinear(
   weight: Float32Array,
@@ -25,6 +25,18 @@ export function modelShape(c: ModelConfig): ModelShape {
   };
 }
 
+/** The vision part as frozen forward-pass parameters (undefined for a text-only model). */
+export function frozenVision(c: ModelConfig, weights: ModelWeights): VisionParams | undefined {
+  if (!c.vision || !weights.vision) return undefined;
+  const { numPatches, patchDim } = visionDims(c.vision);
+  const w = weights.vision;
+  return {
+    numPatches,
+    proj: frozenLinear(w.patchProj, patchDim, c.hiddenSize, w.patchBias),
+    posEmbed: { value: w.posEmbed },
+  };
+}
+
 /** The base model's weights as forward-pass parameters, nothing trainable. */
 export function frozenParams(base: BaseModel): ModelParams {
   const c = base.config;
@@ -41,7 +53,7 @@ export function frozenParams(base: BaseModel): ModelParams {
     up: frozenLinear(w.upProj, c.hiddenSize, c.intermediateSize),
     down: frozenLinear(w.downProj, c.intermediateSize, c.hiddenSize),
   }));
-  return {
+  const params: ModelParams = {
     shape: modelShape(c),
     rope: base.rope,
     embed: { table: base.weights.embedTokens },
@@ -49,4 +61,7 @@ export function frozenParams(base: BaseModel): ModelParams {
     finalNorm: { weight: base.weights.norm },
     unembed: { weight: base.weights.lmHead },
   };
+  const vision = frozenVision(c, base.weights);
+  if (vision) params.vision = vision;
+  return params;
 }

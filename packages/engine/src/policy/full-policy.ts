@@ -1,7 +1,16 @@
 import type { BaseModel } from "../base-model.ts";
-import { EMBED_TOKENS, FINAL_NORM, LM_HEAD, layerTensorName } from "../model/index.ts";
+import {
+  EMBED_TOKENS,
+  FINAL_NORM,
+  LM_HEAD,
+  layerTensorName,
+  VISION_PATCH_BIAS,
+  VISION_PATCH_PROJ,
+  VISION_POS_EMBED,
+  visionDims,
+} from "../model/index.ts";
 import type { LinearParams } from "../nn/linear.ts";
-import type { LayerParams, ModelParams, NormParams } from "../nn/params.ts";
+import type { LayerParams, ModelParams, NormParams, VisionParams } from "../nn/params.ts";
 import { modelShape } from "./frozen.ts";
 import type { Policy } from "./policy.ts";
 import { type TrainableTensor, trainable } from "./tensor.ts";
@@ -9,7 +18,8 @@ import { type TrainableTensor, trainable } from "./tensor.ts";
 /**
  * A full-parameter policy: its own copy of every base weight, trained in place.
  * With tied embeddings one tensor serves as both embedding and unembedding, and
- * both paths add to its gradient.
+ * both paths add to its gradient. A vision-language model's patch projection and
+ * position embedding train too.
  */
 export function createFullPolicy(base: BaseModel): Policy {
   const c = base.config;
@@ -65,5 +75,24 @@ export function createFullPolicy(base: BaseModel): Policy {
     finalNorm,
     unembed: { weight: lmHead.value, grad: lmHead.grad },
   };
+  if (c.vision && w.vision) {
+    const { numPatches, patchDim } = visionDims(c.vision);
+    const proj = own(VISION_PATCH_PROJ, [H, patchDim], w.vision.patchProj);
+    const bias = own(VISION_PATCH_BIAS, [H], w.vision.patchBias);
+    const pos = own(VISION_POS_EMBED, [numPatches, H], w.vision.posEmbed);
+    const vision: VisionParams = {
+      numPatches,
+      proj: {
+        dIn: patchDim,
+        dOut: H,
+        weight: proj.value,
+        weightGrad: proj.grad,
+        bias: bias.value,
+        biasGrad: bias.grad,
+      },
+      posEmbed: { value: pos.value, grad: pos.grad },
+    };
+    params.vision = vision;
+  }
   return { kind: "full", base, tensors, params, step: 0, hasGrad: false };
 }

@@ -174,6 +174,42 @@ describe("KvCacheManager: prefix caching", () => {
     kv.free("b");
     expect(kv.stats()).toMatchObject({ cachedBlocks: 2, freeBlocks: 14 });
   });
+
+  describe("prompts with images (placeholder ids at image positions)", () => {
+    // Positions 0..3 text, 4..9 an image (placeholder 99), 10..12 text.
+    const prompt = [...range(0, 4), ...new Array<number>(6).fill(99), 10, 11, 12];
+    const image = (hash: string, start = 4) => [{ start, length: 6, hash }];
+
+    function admitAndCommit(
+      kv: KvCacheManager,
+      id: string,
+      tokens: number[],
+      images: ReturnType<typeof image>,
+    ) {
+      const admission = kv.admit(id, "p@1", tokens, images);
+      if (!admission) throw new Error("not admitted");
+      kv.commit(id, tokens.length - admission.cachedTokens);
+      return admission.cachedTokens;
+    }
+
+    it("the same image at the same positions hits; another image hits only the blocks before it", () => {
+      const kv = manager(16);
+      expect(admitAndCommit(kv, "a", prompt, image("A"))).toBe(0);
+      expect(admitAndCommit(kv, "b", prompt, image("A"))).toBe(12);
+      expect(admitAndCommit(kv, "c", prompt, image("B"))).toBe(4);
+      // Without image information the placeholder blocks are not those of the image prompt either.
+      expect(admitAndCommit(kv, "d", prompt, [])).toBe(4);
+    });
+
+    it("the image's offset is part of the key", () => {
+      const kv = manager(16);
+      const shifted = [...range(0, 3), ...new Array<number>(7).fill(99), 10, 11, 12];
+      // Position 3 holds a literal 99 in one prompt and the image's first soft token in the other.
+      admitAndCommit(kv, "a", shifted, image("A", 3));
+      expect(admitAndCommit(kv, "b", shifted, image("A", 4))).toBe(0);
+      expect(admitAndCommit(kv, "c", shifted, image("A", 3))).toBe(12);
+    });
+  });
 });
 
 describe("KvCacheManager: forking and copy-on-write", () => {

@@ -10,9 +10,11 @@
 // end or on cancellation. Running out of blocks is never an error: `admit`,
 // `appendSlots` and `fork` answer null/false and change nothing, so the scheduler
 // can queue or preempt.
-import { blockHash } from "./block-hash.ts";
+import { blockHash, type ImageSpan, imagesKey } from "./block-hash.ts";
 import { BlockPool } from "./block-pool.ts";
 import { type PackedBlockTables, packBlockTables, slotOf } from "./block-table.ts";
+
+export type { ImageSpan } from "./block-hash.ts";
 
 export interface KvCacheOptions {
   /** The budget, in blocks (the caller derives it from a byte budget). */
@@ -68,6 +70,7 @@ interface Sequence {
   lastKey: string | null; // the key of block keyedBlocks − 1
   pending: number[]; // token ids of positions [keyedBlocks · blockSize, length)
   reserved: number; // blocks held back for this sequence's first append (0 or 1)
+  readonly images: readonly ImageSpan[]; // the prompt's image positions (part of the block keys)
 }
 
 interface AdmissionPlan {
@@ -97,18 +100,28 @@ export class KvCacheManager {
   }
 
   /** Whether `admit` of this prompt would succeed now with `extraBlocks` still available afterwards. */
-  canAllocate(promptTokens: ArrayLike<number>, policyKey: string, extraBlocks = 0): boolean {
-    return this.plan(policyKey, promptTokens).cost + extraBlocks <= this.pool.available;
+  canAllocate(
+    promptTokens: ArrayLike<number>,
+    policyKey: string,
+    extraBlocks = 0,
+    images: readonly ImageSpan[] = [],
+  ): boolean {
+    return this.plan(policyKey, promptTokens, images).cost + extraBlocks <= this.pool.available;
   }
 
   /**
    * Gives a new sequence slots for its whole prompt, reusing the longest run of
-   * cached full blocks of the same policy key. Null (and nothing changed) when
-   * the blocks are not available.
+   * cached full blocks of the same policy key (and the same images at the same
+   * positions). Null (and nothing changed) when the blocks are not available.
    */
-  admit(seqId: string, policyKey: string, promptTokens: ArrayLike<number>): Admission | null {
+  admit(
+    seqId: string,
+    policyKey: string,
+    promptTokens: ArrayLike<number>,
+    images: readonly ImageSpan[] = [],
+  ): Admission | null {
     this.checkNew(seqId);
-    const plan = this.plan(policyKey, promptTokens);
+    const plan = this.plan(policyKey, promptTokens, images);
     if (plan.cost > this.pool.available) return null;
     // Hits first: retaining them takes them off the LRU, so the allocations below cannot evict them.
     for (const block of plan.hits) this.pool.retain(block);
@@ -124,6 +137,7 @@ export class KvCacheManager {
       lastKey: plan.lastKey,
       pending: plan.tokens.slice(cachedTokens),
       reserved: 0,
+      images,
     });
     this.promptTokens += plan.tokens.length;
     this.hitTokens += cachedTokens;
@@ -280,7 +294,11 @@ export class KvCacheManager {
     };
   }
 
-  private plan(policyKey: string, promptTokens: ArrayLike<number>): AdmissionPlan {
+  private plan(
+    policyKey: string,
+    promptTokens: ArrayLike<number>,
+    images: readonly ImageSpan[],
+  ): AdmissionPlan {
     const tokens = checkedTokens(promptTokens, "KvCacheManager.admit");
     if (tokens.length === 0) throw new RangeError("KvCacheManager.admit: the prompt is empty");
     const bs = this.blockSize;
@@ -289,7 +307,12 @@ export class KvCacheManager {
     const hits: number[] = [];
     let lastKey: string | null = null;
     for (let i = 0; i < maxHits; i++) {
-      const key = blockHash(policyKey, lastKey, tokens.slice(i * bs, (i + 1) * bs));
+      const key = blockHash(
+        policyKey,
+        lastKey,
+        tokens.slice(i * bs, (i + 1) * bs),
+        imagesKey(images, i * bs, (i + 1) * bs),
+      );
       const block = this.pool.lookup(key);
       if (block === undefined) break;
       hits.push(block);
@@ -324,7 +347,13 @@ export class KvCacheManager {
     const bs = this.blockSize;
     let consumed = 0;
     while ((seq.keyedBlocks + 1) * bs <= seq.computed) {
-      const key = blockHash(seq.policyKey, seq.lastKey, seq.pending.slice(consumed, consumed + bs));
+      const from = seq.keyedBlocks * bs;
+      const key = blockHash(
+        seq.policyKey,
+        seq.lastKey,
+        seq.pending.slice(consumed, consumed + bs),
+        imagesKey(seq.images, from, from + bs),
+      );
       this.pool.register(seq.blocks[seq.keyedBlocks] as number, key);
       seq.lastKey = key;
       seq.keyedBlocks++;

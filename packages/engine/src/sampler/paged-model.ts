@@ -32,6 +32,11 @@ export interface StepBatch {
   maxBlocksPerSeq: number;
   /** Rows whose next-token logits are wanted (last prompt rows and decode rows). */
   logitRows: Int32Array;
+  /** Image rows of prompts: their input is a soft token instead of the token's embedding. */
+  softTokens?: {
+    rows: Int32Array; // [m]
+    values: Float32Array; // [m, hidden]
+  };
 }
 
 /** The K/V of every layer, in blocks of blockSize token slots. */
@@ -106,6 +111,12 @@ export function pagedForward(
   const n = b.n;
   const h = new Float32Array(n * H);
   embedding(b.tokens, params.embed.table, h, n, V, H);
+  if (b.softTokens) {
+    const { rows: soft, values } = b.softTokens;
+    for (let i = 0; i < soft.length; i++) {
+      h.set(values.subarray(i * H, (i + 1) * H), (soft[i] as number) * H);
+    }
+  }
   const xn = new Float32Array(n * H);
   const q = new Float32Array(n * numHeads * headDim);
   const k = new Float32Array(n * numKvHeads * headDim);

@@ -3,9 +3,13 @@
 // and leave between steps; each step mixes chunked-prefill rows and decode rows of
 // any adapters and versions, bounded by a token budget. A full cache queues
 // requests (back-pressure) and never fails them; an aborted request frees its blocks.
+// Prompts may hold images (vision-language base models): their soft tokens are
+// computed once per request with the policy's vision weights and fed in place of
+// the placeholder's embedding during prefill; decode is text-only.
 
 import { createLoraTable, type LoraAdapterWeights } from "@opentinker/kernels";
 import {
+  type ModelInput,
   type SampledSequence,
   type SampleResponse,
   type SamplingParams,
@@ -16,11 +20,13 @@ import type { BaseModel } from "../base-model.ts";
 import type { LinearParams } from "../nn/linear.ts";
 import type { ModelParams } from "../nn/params.ts";
 import { forward } from "../nn/transformer.ts";
+import { softTokens } from "../nn/vision.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { Rng } from "../rng.ts";
 import type { SnapshotRegistry } from "../snapshots/registry.ts";
 import type { SnapshotStore } from "../snapshots/store.ts";
 import { pack } from "../trainer/batching.ts";
+import { type PreparedImage, type PreparedInput, prepareInput } from "../vision/input.ts";
 import { KvCacheManager } from "./kv-cache.ts";
 import { PagedKv, pagedForward, type StepBatch } from "./paged-model.ts";
 import { BASE_KEY, type LoraEntryWeights, MODULES, PolicyPool, type PoolEntry } from "./policy-pool.ts";
@@ -53,12 +59,22 @@ interface Completion {
   stopReason: "stop" | "length" | null;
 }
 
+/** A prompt image with its soft tokens under the request's policy. */
+interface RequestImage {
+  start: number;
+  length: number;
+  hash: string;
+  soft: Float32Array; // [length, hidden]
+}
+
 interface Request {
   id: string;
   settled: boolean;
   seed: number;
   entry: PoolEntry;
   prompt: number[];
+  /** Empty for a text-only prompt. */
+  images: RequestImage[];
   params: SamplingParams;
   numSamples: number;
   stop: StopCheck;
@@ -77,11 +93,23 @@ interface Row {
   token: number;
   position: number;
   kvSlot: number;
+  /** An image position's input: its soft token [hidden], in place of the token's embedding. */
+  soft?: Float32Array;
   /** Called with the row's logits when it is the last row of a prompt or a decode row. */
   onLogits?: (logits: Float32Array) => void;
 }
 
 let nextRequest = 0;
+
+/** The soft token [hidden] fed at prompt position `p`, when an image covers it. */
+function softTokenAt(images: readonly RequestImage[], p: number): Float32Array | undefined {
+  for (const image of images) {
+    if (p < image.start || p >= image.start + image.length) continue;
+    const H = image.soft.length / image.length;
+    return image.soft.subarray((p - image.start) * H, (p - image.start + 1) * H);
+  }
+  return undefined;
+}
 
 /**
  * Completion i of a request seeded s draws from the stream of seed s + i, so a
@@ -115,10 +143,14 @@ export class Sampler {
     this.maxTokensPerStep = options.maxTokensPerStep ?? 256;
   }
 
-  /** Samples `numSamples` completions of `prompt` from `policy` (a handle, or "base"). */
+  /**
+   * Samples `numSamples` completions of `prompt` from `policy` (a handle, or
+   * "base"). The prompt is token ids, or a ModelInput whose image chunks the
+   * base model's vision part turns into soft tokens.
+   */
   async sample(
     policy: string,
-    prompt: readonly number[],
+    prompt: ModelInput | readonly number[],
     numSamples: number,
     paramsInput: SamplingParamsInput,
     signal?: AbortSignal,
@@ -128,32 +160,36 @@ export class Sampler {
       const issue = parsed.error.issues[0];
       throw new RangeError(`sample: params.${issue?.path.join(".")}: ${issue?.message}`);
     }
-    const vocab = this.options.base.config.vocabSize;
     if (!Number.isInteger(numSamples) || numSamples < 1)
       throw new RangeError(`sample: numSamples must be ≥ 1, got ${numSamples}`);
-    if (prompt.length === 0) throw new RangeError("sample: the prompt is empty");
-    for (const [i, t] of prompt.entries()) {
-      if (!Number.isInteger(t) || t < 0 || t >= vocab)
-        throw new RangeError(`sample: prompt[${i}] is ${t}, expected a token id in [0, ${vocab})`);
-    }
+    const input = this.prepare(prompt, "sample", "prompt");
+    if (input.tokens.length === 0) throw new RangeError("sample: the prompt is empty");
     const { blockSize, numBlocks } = this.kv;
-    const needed = Math.ceil((prompt.length + 1) / blockSize) + numSamples;
+    const promptLength = input.tokens.length;
+    const needed = Math.ceil((promptLength + 1) / blockSize) + numSamples;
     if (needed > numBlocks) {
       throw new RangeError(
         `sample: the prompt needs ${needed} KV blocks, more than the cache's ${numBlocks}`,
       );
     }
     const limit = this.options.base.config.maxPositionEmbeddings;
-    if (prompt.length >= limit) {
-      throw new RangeError(`sample: the prompt has ${prompt.length} tokens, the model's context is ${limit}`);
+    if (promptLength >= limit) {
+      throw new RangeError(`sample: the prompt has ${promptLength} tokens, the model's context is ${limit}`);
     }
     // Generation ends with "length" at the end of the context, as at maxTokens.
-    const params = { ...parsed.data, maxTokens: Math.min(parsed.data.maxTokens, limit - prompt.length) };
+    const params = { ...parsed.data, maxTokens: Math.min(parsed.data.maxTokens, limit - promptLength) };
     if (signal?.aborted) throw new AbortError("sample: aborted before it started");
     const entry = await this.pool.acquire(policy);
     if (signal?.aborted) {
       this.pool.release(entry);
       throw new AbortError("sample: aborted while its policy was loading");
+    }
+    let images: RequestImage[];
+    try {
+      images = this.requestImages(entry, input.images);
+    } catch (error) {
+      this.pool.release(entry);
+      throw error;
     }
     const eos = [
       ...this.options.base.config.eosTokenIds,
@@ -167,7 +203,8 @@ export class Sampler {
         settled: false,
         seed,
         entry,
-        prompt: [...prompt],
+        prompt: Array.from(input.tokens),
+        images,
         params,
         numSamples,
         stop: stopChecker(params, eos, this.options.base.tokenizer),
@@ -195,26 +232,54 @@ export class Sampler {
   }
 
   /**
-   * Per-position logprobs of `tokens` under `policy` (the first position has none),
-   * through the training forward, so they agree with the trainer's.
+   * Per-position logprobs of `sequence` under `policy` (the first position has
+   * none, nor do image positions: they hold placeholders), through the training
+   * forward, so they agree with the trainer's.
    */
-  async computeLogprobs(policy: string, tokens: readonly number[]): Promise<(number | null)[]> {
-    const vocab = this.options.base.config.vocabSize;
+  async computeLogprobs(
+    policy: string,
+    sequence: ModelInput | readonly number[],
+  ): Promise<(number | null)[]> {
+    const { tokens, images } = this.prepare(sequence, "computeLogprobs", "sequence");
     if (tokens.length < 2) throw new RangeError("computeLogprobs: needs at least 2 tokens");
-    for (const [i, t] of tokens.entries()) {
-      if (!Number.isInteger(t) || t < 0 || t >= vocab) {
-        throw new RangeError(`computeLogprobs: tokens[${i}] is ${t}, expected a token id in [0, ${vocab})`);
-      }
-    }
     const entry = await this.pool.acquire(policy);
     try {
-      const batch = pack([
-        { tokens: Int32Array.from(tokens.slice(0, -1)), targets: Int32Array.from(tokens.slice(1)) },
-      ]);
-      return [null, ...forward(this.singlePolicyParams(entry), batch).logprobs];
+      const batch = pack([{ tokens: tokens.slice(0, -1), targets: tokens.slice(1), images }]);
+      const logprobs: (number | null)[] = [null, ...forward(this.singlePolicyParams(entry), batch).logprobs];
+      for (const image of images) logprobs.fill(null, image.start, image.start + image.length);
+      return logprobs;
     } finally {
       this.pool.release(entry);
     }
+  }
+
+  /**
+   * Checks an input and converts it to token ids and prepared images. Plain token
+   * arrays keep their own messages (`sample: prompt[3] is …`).
+   */
+  private prepare(input: ModelInput | readonly number[], op: string, name: string): PreparedInput {
+    const config = this.options.base.config;
+    if (!Array.isArray(input)) return prepareInput(input as ModelInput, config, op, name);
+    const tokens = input as readonly number[];
+    const vocab = config.vocabSize;
+    for (const [i, t] of tokens.entries()) {
+      if (!Number.isInteger(t) || t < 0 || t >= vocab)
+        throw new RangeError(`${op}: ${name}[${i}] is ${t}, expected a token id in [0, ${vocab})`);
+    }
+    return { tokens: Int32Array.from(tokens), images: [] };
+  }
+
+  /** Soft tokens of the prompt's images under the policy's own vision weights (full-parameter ones train them). */
+  private requestImages(entry: PoolEntry, images: readonly PreparedImage[]): RequestImage[] {
+    if (images.length === 0) return [];
+    const vision = entry.kind === "full" ? entry.params?.vision : this.baseParams.vision;
+    if (!vision) throw new Error(`policy ${entry.key} has no vision part`);
+    return images.map((image) => ({
+      start: image.start,
+      length: image.length,
+      hash: image.hash,
+      soft: softTokens(vision, image.patches, image.length),
+    }));
   }
 
   /** The weights of one policy as training-forward parameters. */
@@ -301,8 +366,9 @@ export class Sampler {
     while (this.waiting.length > 0) {
       const request = this.waiting[0] as Request;
       // Keep one block per completion free for its first token (FIFO: no overtaking).
-      if (!this.kv.canAllocate(request.prompt, request.entry.key, request.numSamples)) break;
-      const admission = this.kv.admit(request.parentId, request.entry.key, request.prompt);
+      const { prompt, images } = request;
+      if (!this.kv.canAllocate(prompt, request.entry.key, request.numSamples, images)) break;
+      const admission = this.kv.admit(request.parentId, request.entry.key, prompt, images);
       if (!admission) break;
       this.waiting.shift();
       request.phase = "prefill";
@@ -392,6 +458,7 @@ export class Sampler {
           token: request.prompt[p] as number,
           position: p,
           kvSlot: slots[p - start] as number,
+          soft: request.images.length > 0 ? softTokenAt(request.images, p) : undefined,
           onLogits: last ? (logits) => this.promptDone(request, logits) : undefined,
         });
       }
@@ -451,6 +518,15 @@ export class Sampler {
       maxBlocksPerSeq: tables.maxBlocksPerSeq,
       logitRows: Int32Array.from(logitRows),
     };
+    const softRows = rows.flatMap((r, i) => (r.soft ? [i] : []));
+    if (softRows.length > 0) {
+      const H = this.baseParams.shape.hiddenSize;
+      const values = new Float32Array(softRows.length * H);
+      softRows.forEach((row, i) => {
+        values.set((rows[row] as Row).soft as Float32Array, i * H);
+      });
+      batch.softTokens = { rows: Int32Array.from(softRows), values };
+    }
     const params = full ? (entry.params as ModelParams) : this.baseParams;
     const lora = full ? null : this.pool.loraTables();
     const logits = pagedForward(params, lora, this.cache, batch);

@@ -1,7 +1,8 @@
 // A slow, obvious float64 forward of the Llama family, for tests: per-token
-// logprobs of one sequence, straight from the definitions.
+// logprobs of one sequence, straight from the definitions (images included, as
+// soft tokens from the vision projection).
 import type { RopeFrequencies } from "@opentinker/kernels";
-import type { ModelConfig, ModelWeights } from "../model/index.ts";
+import { type ModelConfig, type ModelWeights, visionDims } from "../model/index.ts";
 
 type Vec = ArrayLike<number>;
 
@@ -35,13 +36,33 @@ function ropeHead(x: number[], offset: number, headDim: number, pos: number, rop
   void headDim;
 }
 
-/** log p(targets[t] | tokens[0..t]) for one sequence. */
+/** An image of the sequence: its patches [numPatches, C·P·P] become the inputs at positions start, start + 1, … */
+export interface ReferenceImage {
+  start: number;
+  patches: ArrayLike<number>;
+}
+
+/** Soft token i = patchProj · patch_i + patchBias + posEmbed[i], from the definition. */
+function referenceSoftTokens(config: ModelConfig, weights: ModelWeights, image: ReferenceImage): number[][] {
+  const vision = weights.vision;
+  if (!config.vision || !vision) throw new Error("referenceLogprobs: images given to a text-only model");
+  const H = config.hiddenSize;
+  const { numPatches, patchDim } = visionDims(config.vision);
+  return Array.from({ length: numPatches }, (_, i) => {
+    const patch = Array.from({ length: patchDim }, (_, j) => image.patches[i * patchDim + j] as number);
+    const proj = matVec(vision.patchProj, patch, H, patchDim, vision.patchBias);
+    return proj.map((x, d) => x + (vision.posEmbed[i * H + d] as number));
+  });
+}
+
+/** log p(targets[t] | inputs[0..t]) for one sequence; images replace the inputs at their positions. */
 export function referenceLogprobs(
   config: ModelConfig,
   weights: ModelWeights,
   rope: RopeFrequencies,
   tokens: readonly number[],
   targets: readonly number[],
+  images: readonly ReferenceImage[] = [],
 ): number[] {
   const {
     hiddenSize: H,
@@ -54,6 +75,11 @@ export function referenceLogprobs(
   } = config;
   const group = numHeads / numKvHeads;
   let hs = tokens.map((t) => Array.from(weights.embedTokens.subarray(t * H, (t + 1) * H)));
+  for (const image of images) {
+    referenceSoftTokens(config, weights, image).forEach((soft, i) => {
+      if (image.start + i < hs.length) hs[image.start + i] = soft;
+    });
+  }
   for (const w of weights.layers) {
     const xn = hs.map((h) => rmsNorm(h, w.inputNorm, eps));
     const q = xn.map((x, pos) => {

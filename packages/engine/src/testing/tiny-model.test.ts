@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { parseModelConfig } from "../model/config.ts";
+import { loadHfModel } from "../model/hf-model.ts";
 import { tempDir } from "./temp-dir.ts";
 import { writeTinyModel } from "./tiny-model.ts";
 
@@ -48,5 +49,30 @@ describe("writeTinyModel", () => {
 
   test("a vocabulary smaller than the tokenizer is refused", async () => {
     await expect(writeTinyModel(await tempDir(), { vocabSize: 10 })).rejects.toThrow(/vocabSize 10 is below/);
+  });
+
+  test("a vision part: config keys, random visual.* tensors, and <|image|> in the tokenizer", async () => {
+    const dir = await tempDir();
+    const tiny = await writeTinyModel(dir, {
+      hiddenSize: 16,
+      numHeads: 2,
+      shards: 2,
+      vision: { imageSize: 8, patchSize: 4 },
+    });
+    const imageId = tiny.tokenizer.ids.image as number;
+    expect(imageId).toBe(tiny.tokenizer.size - 1);
+    expect(tiny.config.vision).toEqual({ imageSize: 8, patchSize: 4, numChannels: 3, imageTokenId: imageId });
+    const json = JSON.parse(await readFile(join(dir, "config.json"), "utf8"));
+    expect(json).toMatchObject({
+      vision_config: { image_size: 8, patch_size: 4, num_channels: 3 },
+      image_token_id: imageId,
+    });
+    const loaded = await loadHfModel(dir);
+    expect(loaded.weights.vision?.patchProj).toHaveLength(16 * 48);
+    expect(loaded.weights.vision?.posEmbed).toHaveLength(4 * 16);
+    expect(loaded.weights.vision).toEqual(tiny.weights.vision);
+    expect(loaded.tokenizer.encode("a<|image|>b")).toEqual([97, imageId, 98]);
+    // Text-only models keep their vocabulary.
+    expect((await writeTinyModel(await tempDir())).tokenizer.ids.image).toBeUndefined();
   });
 });

@@ -29,6 +29,11 @@ export interface TinyModelOptions {
   seed?: number;
   /** Standard deviation of the random weights (norm weights are 1 ± this). */
   scale?: number;
+  /**
+   * A vision part with random weights: S×S images in P×P patches, (S/P)² soft
+   * tokens each; the tokenizer gains `<|image|>` as the image placeholder.
+   */
+  vision?: { imageSize: number; patchSize: number };
 }
 
 /** The smallest useful model: one layer, hidden 32; trains in milliseconds (tests, examples). */
@@ -48,7 +53,7 @@ export interface TinyModel {
   weights: ModelWeights;
   /** Every file written, with its sha256. */
   files: WrittenFile[];
-  tokenizer: { size: number; ids: { endOfText: number; imStart: number; imEnd: number } };
+  tokenizer: { size: number; ids: { endOfText: number; imStart: number; imEnd: number; image?: number } };
 }
 
 const TORCH_DTYPE: Readonly<Record<FloatDtype, string>> = {
@@ -105,6 +110,9 @@ function tinyConfig(
     bosTokenId: tokenizer.ids.endOfText,
     eosTokenIds: [tokenizer.ids.imEnd],
     torchDtype: TORCH_DTYPE[options.dtype ?? "F32"],
+    ...(options.vision && tokenizer.ids.image !== undefined
+      ? { vision: { ...options.vision, numChannels: 3, imageTokenId: tokenizer.ids.image } }
+      : {}),
   };
 }
 
@@ -132,7 +140,7 @@ function toModelWeights(config: ModelConfig, byName: Map<string, Float32Array>):
 /** Writes config.json, weights, tokenizer.json and tokenizer_config.json into `dir` (created if needed). */
 export async function writeTinyModel(dir: string, options: TinyModelOptions = {}): Promise<TinyModel> {
   const dtype = options.dtype ?? "F32";
-  const tokenizer = tinyTokenizerFiles(options.maxPositionEmbeddings ?? 512);
+  const tokenizer = tinyTokenizerFiles(options.maxPositionEmbeddings ?? 512, options.vision !== undefined);
   const config = tinyConfig(options, tokenizer);
   const weights = toModelWeights(
     config,

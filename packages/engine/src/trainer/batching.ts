@@ -1,32 +1,13 @@
-// Turns datums into packed batches for the transformer, checking every token.
-import { type Datum, modelInputLength } from "@opentinker/protocol";
+// Packs prepared sequences end to end into batches for the transformer.
 import type { PackedBatch } from "../nn/transformer.ts";
-
-/** The text tokens of a datum's input, validated against the vocabulary. */
-export function inputTokens(datum: Datum, vocabSize: number, context: string): Int32Array {
-  const tokens = new Int32Array(modelInputLength(datum.modelInput));
-  let at = 0;
-  for (const [c, chunk] of datum.modelInput.chunks.entries()) {
-    if (chunk.type !== "encoded_text") {
-      throw new RangeError(
-        `${context}: modelInput.chunks[${c}] is an image, but this base model has no vision input`,
-      );
-    }
-    for (const [i, t] of chunk.tokens.entries()) {
-      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
-        throw new RangeError(
-          `${context}: modelInput.chunks[${c}].tokens[${i}] is ${t}, expected a token id in [0, ${vocabSize})`,
-        );
-      }
-      tokens[at++] = t;
-    }
-  }
-  return tokens;
-}
+import type { BatchImage } from "../nn/vision.ts";
+import type { PreparedImage } from "../vision/input.ts";
 
 export interface PackItem {
   tokens: Int32Array;
   targets: Int32Array;
+  /** Images at positions of `tokens`; one that runs past the end keeps only its leading soft tokens. */
+  images?: readonly PreparedImage[];
 }
 
 /** Packs sequences end to end; positions restart at 0 for each. */
@@ -38,15 +19,22 @@ export function pack(items: readonly PackItem[]): PackedBatch {
     seqStarts: new Int32Array(items.length + 1),
     targets: new Int32Array(total),
   };
+  const images: BatchImage[] = [];
   let at = 0;
   items.forEach((item, i) => {
     batch.seqStarts[i] = at;
     batch.tokens.set(item.tokens, at);
     batch.targets.set(item.targets, at);
     for (let p = 0; p < item.tokens.length; p++) batch.positions[at + p] = p;
+    for (const image of item.images ?? []) {
+      const count = Math.min(image.length, item.tokens.length - image.start);
+      if (count > 0) images.push({ row: at + image.start, count, patches: image.patches });
+    }
     at += item.tokens.length;
   });
   batch.seqStarts[items.length] = at;
+  // Text-only batches carry no images field, so the forward does no extra work.
+  if (images.length > 0) batch.images = images;
   return batch;
 }
 

@@ -8,6 +8,7 @@ import {
   lossInput,
   modelInputLength,
 } from "@opentinker/protocol";
+import type { PreparedImage } from "../vision/input.ts";
 
 /** The loss inputs of one datum, validated, on its target axis. */
 export interface DatumLossInputs {
@@ -15,6 +16,38 @@ export interface DatumLossInputs {
   weights: Float32Array; // [T] cross_entropy: the weights; RL: the mask
   oldLogprobs: Float32Array; // [T] RL only (zeros otherwise)
   advantages: Float32Array; // [T] RL only
+  /**
+   * [T] 1 where the target is an image position (a placeholder, not a token the
+   * model predicts): never weighted, its logprob reported as 0. Absent without images.
+   */
+  imageTargets?: Uint8Array;
+}
+
+/** Target j is the token at position j + 1: an image over positions [s, s + n) covers targets [s − 1, s + n − 1). */
+function imageTargetsOf(images: readonly PreparedImage[], length: number): Uint8Array | undefined {
+  if (images.length === 0) return undefined;
+  const marks = new Uint8Array(length);
+  for (const image of images) {
+    marks.fill(1, Math.max(0, image.start - 1), Math.min(length, image.start + image.length - 1));
+  }
+  return marks;
+}
+
+function checkNoLossOnImages(
+  weights: Float32Array,
+  marks: Uint8Array | undefined,
+  name: string,
+  context: string,
+): void {
+  if (!marks) return;
+  weights.forEach((w, j) => {
+    if (w !== 0 && marks[j]) {
+      throw new RangeError(
+        `${context}: lossFnInputs.${name}[${j}] is ${w}, but target ${j} is an image position ` +
+          "(image positions carry no loss; give them 0)",
+      );
+    }
+  });
 }
 
 function finiteArray(values: number[], name: string, context: string): Float32Array {
@@ -28,17 +61,24 @@ function finiteArray(values: number[], name: string, context: string): Float32Ar
   return out;
 }
 
-/** Checks a datum's loss inputs for `lossFn` (names, lengths, ranges) and converts them. */
+/**
+ * Checks a datum's loss inputs for `lossFn` (names, lengths, ranges) and converts
+ * them. `images` are the datum's prepared images: their target positions hold
+ * placeholders (any id; computed as token 0) and must carry no loss.
+ */
 export function readLossInputs(
   datum: Datum,
   lossFn: LossFn,
   vocabSize: number,
   context: string,
+  images: readonly PreparedImage[] = [],
 ): DatumLossInputs {
   const length = modelInputLength(datum.modelInput);
   if (length === 0) throw new RangeError(`${context}: the datum is empty`);
   for (const name of LOSS_INPUTS[lossFn]) lossInput(datum, name, context);
+  const marks = imageTargetsOf(images, length);
   const targets = Int32Array.from(lossInput(datum, "targetTokens", context), (t, i) => {
+    if (marks?.[i]) return 0;
     if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
       throw new RangeError(
         `${context}: lossFnInputs.targetTokens[${i}] is ${t}, expected a token id in [0, ${vocabSize})`,
@@ -48,18 +88,27 @@ export function readLossInputs(
   });
   if (lossFn === "cross_entropy") {
     const weights = finiteArray(lossInput(datum, "weights", context), "weights", context);
-    return { targets, weights, oldLogprobs: new Float32Array(length), advantages: new Float32Array(length) };
+    checkNoLossOnImages(weights, marks, "weights", context);
+    return {
+      targets,
+      weights,
+      oldLogprobs: new Float32Array(length),
+      advantages: new Float32Array(length),
+      ...(marks ? { imageTargets: marks } : {}),
+    };
   }
   const mask = finiteArray(lossInput(datum, "mask", context), "mask", context);
   mask.forEach((m, i) => {
     if (m !== 0 && m !== 1)
       throw new RangeError(`${context}: lossFnInputs.mask[${i}] is ${m}, expected 0 or 1`);
   });
+  checkNoLossOnImages(mask, marks, "mask", context);
   return {
     targets,
     weights: mask,
     oldLogprobs: finiteArray(lossInput(datum, "logprobs", context), "logprobs", context),
     advantages: finiteArray(lossInput(datum, "advantages", context), "advantages", context),
+    ...(marks ? { imageTargets: marks } : {}),
   };
 }
 

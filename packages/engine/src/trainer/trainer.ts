@@ -17,7 +17,8 @@ import {
 } from "@opentinker/protocol";
 import { backward, forward } from "../nn/transformer.ts";
 import { type Policy, zeroGrads } from "../policy/policy.ts";
-import { groupByTokens, inputTokens, pack } from "./batching.ts";
+import { type PreparedImage, prepareInput } from "../vision/input.ts";
+import { groupByTokens, pack } from "./batching.ts";
 import { type DatumLossInputs, emptyTotals, lossAndGrad, lossMetrics, readLossInputs } from "./losses.ts";
 
 export interface TrainerOptions {
@@ -28,11 +29,17 @@ export interface TrainerOptions {
 interface Prepared extends DatumLossInputs {
   index: number;
   tokens: Int32Array;
+  images: PreparedImage[];
 }
 
 function zodMessage(context: string, error: { issues: { path: PropertyKey[]; message: string }[] }): string {
   const issue = error.issues[0];
   return `${context}: ${issue?.path.map(String).join(".") || "value"}: ${issue?.message}`;
+}
+
+/** Logprobs with 0 at image targets (placeholders the model does not predict). */
+function withoutImageTargets(logprobs: Float32Array, marks: Uint8Array): Float32Array {
+  return logprobs.map((lp, j) => (marks[j] ? 0 : lp));
 }
 
 export class Trainer {
@@ -97,11 +104,11 @@ export class Trainer {
   private prepare(op: string, data: Datum[], lossFn: LossFn): Prepared[] {
     if (!Array.isArray(data) || data.length === 0)
       throw new RangeError(`${op}: data must be a non-empty array of datums`);
-    const vocab = this.policy.base.config.vocabSize;
+    const config = this.policy.base.config;
     return data.map((datum, index) => {
       const context = `${op}: data[${index}]`;
-      const tokens = inputTokens(datum, vocab, context);
-      return { index, tokens, ...readLossInputs(datum, lossFn, vocab, context) };
+      const { tokens, images } = prepareInput(datum.modelInput, config, context);
+      return { index, tokens, images, ...readLossInputs(datum, lossFn, config.vocabSize, context, images) };
     });
   }
 
@@ -139,7 +146,7 @@ export class Trainer {
           dLoss.subarray(start, start + item.tokens.length),
           totals,
         );
-        logprobsOut[item.index] = own;
+        logprobsOut[item.index] = item.imageTargets ? withoutImageTargets(own, item.imageTargets) : own;
       });
       if (train) {
         // backward takes dL/dlogp; the tape's memory is released when it returns.
