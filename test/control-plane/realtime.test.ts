@@ -13,6 +13,8 @@ import {
   RequestWaiter,
   recordJobStep,
   registerBaseModel,
+  registerWorker,
+  startJob,
 } from "@opentinker/db";
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
 import { io, type Socket } from "socket.io-client";
@@ -161,6 +163,12 @@ describe("job rooms", () => {
         { step: 0, name: "reward/mean", value: 0.25 },
       ],
     });
+
+    // A worker taking the job announces it (the page stops waiting for "queued").
+    const running = next(owner, "status", () => true);
+    const worker = await registerWorker(t.db, { host: "h", pid: 1, capacity: 1 });
+    await startJob(t.db, { ...bJob, startedAt: null }, worker.id);
+    expect(await running).toEqual({ jobId: bJob.id, status: "RUNNING" });
 
     const step1 = next(owner, "metrics", (e) => e.step === 1);
     await recordJobStep(t.db, bJob, 1, { "reward/mean": 0.5, loss: 1.25 }, []);

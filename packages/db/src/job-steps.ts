@@ -42,6 +42,22 @@ export async function discardJobStepsFrom(db: Db, jobId: string, step: number): 
   ]);
 }
 
+/** Marks a job running on a worker and announces it, so its page need not poll while it waits. */
+export async function startJob(
+  db: Db,
+  job: { teamId: string; id: string; startedAt: Date | null },
+  workerId: string,
+): Promise<void> {
+  const notice = JSON.stringify({ teamId: job.teamId, jobId: job.id, status: "RUNNING" });
+  await db.$transaction([
+    db.job.update({
+      where: { id: job.id },
+      data: { status: "RUNNING", workerId, startedAt: job.startedAt ?? new Date() },
+    }),
+    db.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${notice})`,
+  ]);
+}
+
 /** Ends a job; its queued work is cancelled with it. */
 export async function finishJob(
   db: Db,

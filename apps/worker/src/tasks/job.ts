@@ -2,7 +2,7 @@
 // up again by another worker (the queue releases the lost worker's lock) and
 // resumes from its last checkpoint; a worker that drains checkpoints and hands
 // the job back to the queue.
-import { type Db, discardJobStepsFrom, finishJob } from "@opentinker/db";
+import { type Db, discardJobStepsFrom, finishJob, startJob } from "@opentinker/db";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { EngineHost } from "../engine-host.ts";
@@ -51,10 +51,7 @@ export function jobTask(db: Db, host: EngineHost, workerId: string): Task {
     const job = await loadJob(db, jobId);
     if (!job || !["QUEUED", "RUNNING"].includes(job.status)) return;
     if (job.cancelRequestedAt) return finishJob(db, job, "CANCELLED");
-    await db.job.update({
-      where: { id: job.id },
-      data: { status: "RUNNING", workerId, startedAt: job.startedAt ?? new Date() },
-    });
+    await startJob(db, job, workerId);
     // The job holds its adapter's training state here, rebuilt from the checkpoint.
     await db.adapter.update({ where: { id: job.adapterId }, data: { workerId } });
     host.release(job.adapterId);

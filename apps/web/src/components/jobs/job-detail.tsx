@@ -12,9 +12,7 @@ import { isActive, type Job, useAdapterNames } from "./api.ts";
 import { JobCharts, LatestMetrics } from "./metric-charts.tsx";
 import { formatNumber, latestValue, type MetricRow } from "./metric-table.ts";
 
-/** While queued nothing is pushed (a worker claiming the job sends no event), so look now and then. */
-const QUEUED_POLL_MS = 3_000;
-/** Without a live connection, keep the page roughly current. */
+/** Without a live connection, keep the page roughly current (with one, a worker taking the job is pushed). */
 const OFFLINE_POLL_MS = 5_000;
 
 export function JobDetail({ jobId }: { jobId: string }) {
@@ -46,9 +44,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
     ...trpc.jobs.get.queryOptions({ jobId }),
     refetchInterval: (query) => {
       const status = query.state.data?.status;
-      if (status === "QUEUED") return QUEUED_POLL_MS;
-      if (status === "RUNNING" && connection.state !== "live") return OFFLINE_POLL_MS;
-      return false;
+      return status && isActive(status) && connection.state !== "live" ? OFFLINE_POLL_MS : false;
     },
   });
 
