@@ -1,12 +1,13 @@
 // The base models `npm start` registers: a small random model it writes itself
-// (deterministic, in the real Hugging Face layout; enough to try the API and the
-// examples before the built-in pretrained models land), plus any local model
+// (deterministic, in the real Hugging Face layout; enough to try the API), the
+// built-in pretrained models committed in packages/models, plus any local model
 // directories named in OPENTINKER_MODELS ("name=/path/to/hf-dir,other=/path").
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { BaseModelInput } from "@opentinker/db";
 import { loadModelConfig } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+import { BUILT_IN_MODELS } from "@opentinker/models";
 
 export const STARTER_MODEL = "tiny-random";
 
@@ -38,6 +39,8 @@ export async function baseModels(dataDir: string, list: string | undefined): Pro
   if (!existsSync(path.join(starter, "config.json")))
     await writeTinyModel(starter, { ...TINY_MODEL, seed: 2 });
   const models = [await describe(STARTER_MODEL, starter)];
+  // Committed with the code: a missing one is a broken checkout, and says so.
+  for (const { name, dir } of BUILT_IN_MODELS) models.push(await describe(name, dir));
   for (const { name, dir } of parseModelList(list)) models.push(await describe(name, dir));
   return models;
 }

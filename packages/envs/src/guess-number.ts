@@ -19,6 +19,13 @@ export interface GuessTask {
   max: number;
 }
 
+/** A task's identity, which decides its split. */
+export const guessKey = (t: GuessTask) => `${t.secret}/${t.max}`;
+
+export function guessTask(random: () => number, max: number): GuessTask {
+  return { secret: 1 + Math.floor(random() * max), max };
+}
+
 export interface GuessOptions extends TextEnvOptions {
   maxTurns?: number;
 }
@@ -85,8 +92,8 @@ export function guessNumberDataset(o: GuessDatasetOptions): RlDataset {
   const max = o.max ?? 16;
   return taskDataset(o, {
     tag: "guess-number",
-    draw: (r) => ({ secret: 1 + Math.floor(r() * max), max }),
-    key: (t) => `${t.secret}/${t.max}`,
+    draw: (r) => guessTask(r, max),
+    key: guessKey,
     makeEnv: (task) => new GuessNumberEnv(task, o.tokenizer, o),
   });
 }

@@ -16,6 +16,7 @@ import {
   type RendererTokenizer,
   trainRl,
 } from "@opentinker/sdk";
+import { BUILT_IN_MODELS, DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { svgPlot } from "./plot.ts";
 import { SETTINGS, type Setting } from "./settings.ts";
 
@@ -23,8 +24,12 @@ export interface ExperimentOptions {
   name: string;
   seed: number;
   steps: number;
-  /** A Hugging Face model directory; without one, a tiny random model (wiring checks only). */
-  modelDir?: string;
+  /**
+   * A built-in model's name or a Hugging Face model directory (default: the
+   * setting's model, else the built-in text model); "tiny-random" is a random
+   * one-layer model that checks the wiring only.
+   */
+  model?: string;
   outDir: string;
   validateEvery?: number;
   quiet?: boolean;
@@ -41,11 +46,18 @@ export interface ExperimentSummary {
   files: { metrics: string; summary: string; plot: string };
 }
 
-async function baseFor(options: ExperimentOptions, scratch: string): Promise<BaseModel> {
-  if (options.modelDir) return loadBaseModel(options.modelDir, path.basename(options.modelDir));
-  const dir = path.join(scratch, "tiny-model");
-  await writeTinyModel(dir, { ...TINY_MODEL, seed: 2 });
-  return loadBaseModel(dir, "tiny-random");
+export const TINY_RANDOM = "tiny-random";
+
+async function baseFor(options: ExperimentOptions, s: Setting, scratch: string): Promise<BaseModel> {
+  const model = options.model ?? s.model ?? DEFAULT_TEXT_MODEL;
+  if (model === TINY_RANDOM) {
+    const dir = path.join(scratch, "tiny-model");
+    await writeTinyModel(dir, { ...TINY_MODEL, seed: 2 });
+    return loadBaseModel(dir, TINY_RANDOM);
+  }
+  const builtIn = BUILT_IN_MODELS.find((m) => m.name === model);
+  if (builtIn) return loadBaseModel(builtIn.dir, builtIn.name);
+  return loadBaseModel(path.resolve(model), path.basename(model));
 }
 
 export function setting(name: string): Setting {
@@ -59,7 +71,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const started = performance.now();
   const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-experiment-"));
   try {
-    const base = await baseFor(options, scratch);
+    const base = await baseFor(options, s, scratch);
     if (!base.tokenizer) throw new Error(`${base.name} has no tokenizer`);
     const service = InProcessServiceClient.local([base], path.join(scratch, "snapshots"), "experiments");
     const ctx = { tokenizer: base.tokenizer as RendererTokenizer, seed: options.seed, steps: options.steps };

@@ -1,7 +1,10 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model <hf dir>] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--out <dir>]
+// --model: a built-in model's name (default: the built-in text model), a Hugging
+// Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { runExperiment } from "./run.ts";
+import { DEFAULT_TEXT_MODEL } from "../registry.ts";
+import { runExperiment, TINY_RANDOM } from "./run.ts";
 import { SETTINGS } from "./settings.ts";
 
 const { values, positionals } = parseArgs({
@@ -16,7 +19,7 @@ const { values, positionals } = parseArgs({
 const name = positionals[0];
 if (!name) {
   console.error(
-    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model DIR] [--out DIR]\nsettings: ${Object.keys(SETTINGS).join(", ")}`,
+    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--out DIR]\nsettings: ${Object.keys(SETTINGS).join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
   );
   process.exit(2);
 }
@@ -26,16 +29,14 @@ if (!Number.isInteger(seed) || !Number.isInteger(steps) || steps < 1) {
   console.error("--seed and --steps must be integers (steps ≥ 1)");
   process.exit(2);
 }
-if (!values.model)
-  console.error(
-    "experiment: no --model given: using a tiny random model (checks the wiring; no learning claims)",
-  );
+if (values.model === TINY_RANDOM)
+  console.error("experiment: tiny-random is a random model: it checks the wiring; no learning claims");
 try {
   const summary = await runExperiment({
     name,
     seed,
     steps,
-    ...(values.model ? { modelDir: path.resolve(values.model) } : {}),
+    ...(values.model ? { model: values.model } : {}),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });
   console.log(JSON.stringify(summary, null, 2));

@@ -1,0 +1,76 @@
+// The arithmetic corpus: training-split tasks, prompted by ArithmeticEnv, answered
+// by a deliberately unreliable student: right with probability `pCorrect`, else
+// it makes the recipe's kind of mistake (off by one or two, another operator's
+// result, or one of the operands copied). The pretrained model then starts
+// partly right. README.md records how each kind started and how short RL runs
+// moved it; the built-in model uses "near-miss".
+import {
+  ArithmeticEnv,
+  type ArithmeticTask,
+  arithmeticKey,
+  arithmeticTask,
+  drawFromSplit,
+} from "@opentinker/envs";
+import type { RendererTokenizer } from "@opentinker/sdk";
+import { type Example, scriptedEpisode } from "./episodes.ts";
+
+export type ArithmeticMistake = "near-miss" | "other-operator" | "copy-operand";
+
+export interface ArithmeticCorpusOptions {
+  episodes: number;
+  pCorrect: number;
+  mistake: ArithmeticMistake;
+  maxOperand: number;
+}
+
+const NEAR_MISSES = [-2, -1, 1, 2] as const;
+
+const OPERATORS = ["+", "-", "*"] as const;
+
+const apply = (op: ArithmeticTask["op"], a: number, b: number) =>
+  op === "+" ? a + b : op === "-" ? a - b : a * b;
+
+const pick = <T>(items: readonly T[], random: () => number): T =>
+  items[Math.floor(random() * items.length)] as T;
+
+/** The student's answer: the truth, or the kind of mistake `mistake` names. */
+export function studentAnswer(
+  task: ArithmeticTask,
+  pCorrect: number,
+  mistake: ArithmeticMistake,
+  random: () => number,
+): number {
+  if (random() < pCorrect) return task.answer;
+  if (mistake === "near-miss") return task.answer + pick(NEAR_MISSES, random);
+  if (mistake === "copy-operand") return pick([task.a, task.b], random);
+  const other = pick(
+    OPERATORS.filter((op) => op !== task.op),
+    random,
+  );
+  return apply(other, task.a, task.b);
+}
+
+export async function arithmeticCorpus(
+  tokenizer: RendererTokenizer,
+  random: () => number,
+  o: ArithmeticCorpusOptions,
+): Promise<Example[]> {
+  const end = endOfTurn(tokenizer);
+  const out: Example[] = [];
+  for (let i = 0; i < o.episodes; i++) {
+    const task = drawFromSplit(random, "train", (r) => arithmeticTask(r, o.maxOperand), arithmeticKey);
+    const answer = studentAnswer(task, o.pCorrect, o.mistake, random);
+    const env = new ArithmeticEnv(task, tokenizer);
+    out.push(...(await scriptedEpisode(env, () => [...encode(tokenizer, String(answer)), end])));
+  }
+  return out;
+}
+
+export function endOfTurn(tokenizer: RendererTokenizer): number {
+  const id = tokenizer.tokenId("<|im_end|>");
+  if (id === undefined) throw new Error("the tokenizer has no <|im_end|> token");
+  return id;
+}
+
+export const encode = (tokenizer: RendererTokenizer, text: string) =>
+  tokenizer.encode(text, { addSpecialTokens: false });

@@ -1,0 +1,50 @@
+// The guess-the-number corpus: dialogues with GuessNumberEnv (training-split
+// secrets only) played by a reasonable but careless guesser: a uniform first
+// guess; afterwards, with probability `pCareless` a fresh uniform guess that
+// ignores the feedback, otherwise a step of 1–`maxStep` in the direction the
+// feedback says (clamped to the range). It finds the secret in about half the
+// games; halving the interval would always find it, so RL has room to improve.
+import { drawFromSplit, GuessNumberEnv, type GuessTask, guessKey, guessTask } from "@opentinker/envs";
+import type { RendererTokenizer } from "@opentinker/sdk";
+import { encode, endOfTurn } from "./arithmetic.ts";
+import { type Example, scriptedEpisode } from "./episodes.ts";
+
+export interface GuessCorpusOptions {
+  episodes: number;
+  max: number;
+  maxTurns: number;
+  pCareless: number;
+  maxStep: number;
+}
+
+/** A guesser that remembers its last guess and what the environment answered. */
+export function carelessGuesser(task: GuessTask, o: GuessCorpusOptions, random: () => number) {
+  const uniform = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+  let last: number | null = null;
+  return (): number => {
+    let guess: number;
+    if (last === null || random() < o.pCareless) guess = uniform(1, task.max);
+    else {
+      const step = uniform(1, o.maxStep);
+      guess = Math.min(task.max, Math.max(1, last < task.secret ? last + step : last - step));
+    }
+    last = guess;
+    return guess;
+  };
+}
+
+export async function guessNumberCorpus(
+  tokenizer: RendererTokenizer,
+  random: () => number,
+  o: GuessCorpusOptions,
+): Promise<Example[]> {
+  const end = endOfTurn(tokenizer);
+  const out: Example[] = [];
+  for (let i = 0; i < o.episodes; i++) {
+    const task = drawFromSplit(random, "train", (r) => guessTask(r, o.max), guessKey);
+    const guess = carelessGuesser(task, o, random);
+    const env = new GuessNumberEnv(task, tokenizer, { maxTurns: o.maxTurns });
+    out.push(...(await scriptedEpisode(env, () => [...encode(tokenizer, String(guess())), end])));
+  }
+  return out;
+}
