@@ -27,6 +27,8 @@ describe("dashboard", () => {
 
     await page.getByRole("link", { name: "Adapters", exact: true }).click();
     await page.getByRole("heading", { name: "Adapters", exact: true }).waitFor();
+    // The starter random model keeps the job quick; the built-in pretrained ones are listed too.
+    await page.getByLabel("Base model").selectOption("tiny-random");
     await page.getByLabel("Name").fill("e2e-adapter");
     await page.getByLabel("Rank").fill("4");
     await page.getByRole("button", { name: "Create adapter" }).click();
