@@ -5,6 +5,7 @@ export default defineConfig({
     include: [
       "{packages,apps}/*/src/**/*.test.ts",
       "{packages,apps}/*/test/**/*.test.ts",
+      "{packages,apps}/*/bench/**/*.test.ts",
       "test/**/*.test.ts",
     ],
     exclude: ["**/node_modules/**", "**/generated/**"],

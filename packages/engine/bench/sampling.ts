@@ -19,7 +19,7 @@ import {
 } from "../src/testing/random-model.ts";
 import { progress, round } from "./timing.ts";
 
-const DECODE = 32;
+export const DECODE = 32;
 
 async function adapters(
   base: BaseModel,
@@ -46,19 +46,19 @@ async function adapters(
   return handles;
 }
 
-function prompt(vocab: number, length: number, seed: number): number[] {
+export function prompt(vocab: number, length: number, seed: number): number[] {
   const rng = new Rng(seed);
   return Array.from({ length }, () => Math.floor(rng.next() * vocab));
 }
 
-async function timed(run: () => Promise<unknown>): Promise<number> {
+export async function timed(run: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await run();
   return (performance.now() - t0) / 1000;
 }
 
 /** Decode tokens/s of `policies` running together: time(1 + DECODE tokens) − time(1 token), so prefill cancels out. */
-async function decodeRate(sampler: Sampler, policies: string[], vocab: number): Promise<number> {
+export async function decodeRate(sampler: Sampler, policies: string[], vocab: number): Promise<number> {
   const run = (maxTokens: number) =>
     Promise.all(
       policies.map((p, i) =>
