@@ -1,20 +1,14 @@
-// Builds a text model from its recipe: tokenizer → random init → pretraining on
-// the corpus → model directory + checksums.json. Deterministic for a recipe on a
-// given kernel build: the thread count is pinned, every random draw is seeded.
-import path from "node:path";
 import {
   baseModelFrom,
   type FloatDtype,
-  kernelInfo,
   type Policy,
   setKernelThreads,
   type WrittenFile,
-  writeJsonFile,
 } from "@opentinker/engine";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { type TextCorpusSpec, textCorpus } from "../corpus/index.ts";
 import { buildTokenizer, type TokenizerRecipe } from "../tokenizer/build.ts";
-import { type BuildEnvironment, CHECKSUMS_FILE, type Checksums } from "./checksums.ts";
+import { type Checksums, writeChecksums } from "./checksums.ts";
 import { initialWeights, type ModelShape, textModelConfig } from "./init.ts";
 import { type PretrainOptions, type PretrainStep, pretrain } from "./pretrain.ts";
 import { writeModelDir } from "./write.ts";
@@ -35,11 +29,6 @@ export interface BuildResult {
   files: WrittenFile[];
   checksums: Checksums;
   seconds: number;
-}
-
-export function buildEnvironment(): BuildEnvironment {
-  const info = kernelInfo();
-  return { kernelThreads: info.threads, blas: info.blas, simd: info.simd, node: process.version };
 }
 
 export async function buildTextModel(
@@ -69,12 +58,6 @@ export async function buildTextModel(
   const policy = await pretrain(base, examples, recipe.pretrain, onStep);
   log(`pretrained ${recipe.pretrain.steps} steps (${elapsed()} s)`);
   const files = await writeModelDir(dir, config, policy, tokenizerFiles, recipe.dtype);
-  const checksums: Checksums = {
-    model: recipe.name,
-    files: Object.fromEntries(files.map((f) => [path.basename(f.path), f.sha256])),
-    build: buildEnvironment(),
-    recipe: JSON.parse(JSON.stringify(recipe)),
-  };
-  await writeJsonFile(path.join(dir, CHECKSUMS_FILE), checksums);
+  const checksums = await writeChecksums(dir, recipe.name, files, recipe);
   return { files, checksums, seconds: (performance.now() - started) / 1000 };
 }

@@ -1,9 +1,3 @@
-// Builds a vision-language model from its recipe: tokenizer (with <|image|>) →
-// a Llama-family config with a vision part → seeded random init → full-parameter
-// pretraining on the shapes corpus (the patch projection and position embedding
-// train with the rest) → model directory + checksums.json. Deterministic for a
-// recipe on a given kernel build, like the text model (pinned threads, seeds).
-import path from "node:path";
 import {
   baseModelFrom,
   type FloatDtype,
@@ -14,13 +8,12 @@ import {
   setKernelThreads,
   type VisionConfig,
   visionDims,
-  writeJsonFile,
 } from "@opentinker/engine";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { type ShapesCorpusOptions, shapesCorpus } from "../corpus/shapes.ts";
 import { buildVlTokenizer, type VlTokenizerRecipe } from "../tokenizer/build-vl.ts";
-import { type BuildResult, buildEnvironment } from "./build-text-model.ts";
-import { CHECKSUMS_FILE, type Checksums } from "./checksums.ts";
+import type { BuildResult } from "./build-text-model.ts";
+import { writeChecksums } from "./checksums.ts";
 import { initialWeights, type ModelShape, textModelConfig } from "./init.ts";
 import { type PretrainOptions, type PretrainStep, pretrain } from "./pretrain.ts";
 import { writeModelDir } from "./write.ts";
@@ -114,12 +107,6 @@ export async function buildVlModel(
   const policy = await pretrain(base, examples, recipe.pretrain, onStep);
   log(`pretrained ${recipe.pretrain.steps} steps (${elapsed()} s)`);
   const files = await writeModelDir(dir, config, policy, tokenizerFiles, recipe.dtype);
-  const checksums: Checksums = {
-    model: recipe.name,
-    files: Object.fromEntries(files.map((f) => [path.basename(f.path), f.sha256])),
-    build: buildEnvironment(),
-    recipe: JSON.parse(JSON.stringify(recipe)),
-  };
-  await writeJsonFile(path.join(dir, CHECKSUMS_FILE), checksums);
+  const checksums = await writeChecksums(dir, recipe.name, files, recipe);
   return { files, checksums, seconds: (performance.now() - started) / 1000 };
 }

@@ -3,7 +3,7 @@
 // kernel thread count, whether OpenBLAS did the matrix products, the CPU's SIMD).
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { sha256File } from "@opentinker/engine";
+import { kernelInfo, sha256File, type WrittenFile, writeJsonFile } from "@opentinker/engine";
 import { z } from "zod";
 
 export const CHECKSUMS_FILE = "checksums.json";
@@ -59,4 +59,27 @@ export async function compareChecksums(
     if (actual !== sha) out.push({ file, expected: sha, actual });
   }
   return out;
+}
+
+/** What the float results of a build depend on, as this process runs. */
+export function buildEnvironment(): BuildEnvironment {
+  const info = kernelInfo();
+  return { kernelThreads: info.threads, blas: info.blas, simd: info.simd, node: process.version };
+}
+
+/** Records a finished build's files, environment and recipe in `dir`/checksums.json. */
+export async function writeChecksums(
+  dir: string,
+  model: string,
+  files: readonly WrittenFile[],
+  recipe: object,
+): Promise<Checksums> {
+  const checksums: Checksums = {
+    model,
+    files: Object.fromEntries(files.map((f) => [path.basename(f.path), f.sha256])),
+    build: buildEnvironment(),
+    recipe: JSON.parse(JSON.stringify(recipe)),
+  };
+  await writeJsonFile(path.join(dir, CHECKSUMS_FILE), checksums);
+  return checksums;
 }
