@@ -79,7 +79,7 @@ async function benchModel(name: string, config: ModelConfig) {
     const store = new LocalSnapshotStore(dir);
     const registry = new InMemorySnapshotRegistry();
     const handles = await adapters(base, 16, store, registry);
-    const sampler = () =>
+    const sampler = (batchInvariant = true) =>
       new Sampler({
         base,
         store,
@@ -87,6 +87,7 @@ async function benchModel(name: string, config: ModelConfig) {
         kvCacheBytes: 2 ** 30,
         policyBytes: 2 * 2 ** 30,
         maxTokensPerStep: 512,
+        batchInvariant,
       });
     const V = config.vocabSize;
     progress(`sampling: ${name} decode`);
@@ -102,6 +103,12 @@ async function benchModel(name: string, config: ModelConfig) {
     await s.sample(handles[0] as string, prompt(V, 64, 1), 1, { maxTokens: 1 });
     const prefill512 = await timed(() =>
       s.sample(handles[0] as string, prompt(V, 512, 2), 1, { maxTokens: 1 }),
+    );
+    // The same with OpenBLAS matmuls (batchInvariant: false): what batch invariance costs.
+    const fast = sampler(false);
+    await fast.sample(handles[0] as string, prompt(V, 64, 1), 1, { maxTokens: 1 });
+    const prefill512Auto = await timed(() =>
+      fast.sample(handles[0] as string, prompt(V, 512, 2), 1, { maxTokens: 1 }),
     );
     progress(`sampling: ${name} prefix sharing`);
     const group = prompt(V, 256, 3);
@@ -128,6 +135,7 @@ async function benchModel(name: string, config: ModelConfig) {
       prefill: {
         prompt_tokens: 512,
         tokens_per_s: round(512 / prefill512, 1),
+        tokens_per_s_not_batch_invariant: round(512 / prefill512Auto, 1),
         grpo_group8_shared_s: round(shared, 3),
         grpo_group8_unshared_s: round(unshared, 3),
         prefix_sharing_speedup: round(unshared / shared, 2),

@@ -83,6 +83,27 @@ describe("gemm", () => {
     expectClose(dw, expectedDw, tolerance(rows));
   });
 
+  it("rows: each row of x·Wᵀ is bit-identical whether computed alone or in a batch of any size", () => {
+    const random = rng(21);
+    const [k, n] = [257, 100];
+    const w = randomF32(n * k, random);
+    const x = randomF32(300 * k, random);
+    const product = (rows: number, backend: "rows" | "auto") => {
+      const y = new Float32Array(rows * n);
+      linear(x.subarray(0, rows * k), w, y, rows, k, n, false, backend);
+      return y;
+    };
+    const alone = product(1, "rows");
+    for (const rows of [2, 5, 24, 25, 64, 65, 300]) {
+      const batch = product(rows, "rows");
+      expect(batch.subarray(0, n)).toEqual(alone);
+      expectClose(batch, product(rows, "auto"), tolerance(k));
+    }
+    expect(() =>
+      gemm(2, 2, 2, new Float32Array(4), new Float32Array(4), new Float32Array(4), { backend: "rows" }),
+    ).toThrow(/"rows" takes only a · bᵀ/);
+  });
+
   it("rejects bad input with errors naming the op and the argument", () => {
     const native = loadNative();
     const f = (n: number) => new Float32Array(n);

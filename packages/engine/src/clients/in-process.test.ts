@@ -83,6 +83,26 @@ describe("in-process clients", () => {
     expect(sc.getTokenizer().decode([72, 105])).toBe("Hi");
   });
 
+  it("a full-parameter client trains every weight; the shared sampler serves its snapshot beside adapters", async () => {
+    const tc = await service.createFullTrainingClient({ baseModel: "tiny" });
+    for (let i = 0; i < 30; i++) {
+      await tc.forwardBackward(DATA, "cross_entropy");
+      await tc.optimStep({ learningRate: 1e-2 });
+    }
+    const saved = await (await tc.saveWeightsForSampler("step-30")).result();
+    expect(saved.handle).toMatch(/^opentinker:\/\/demo\/full-\d+\/sampler\/1$/);
+    const sc = await tc.createSamplingClient(saved.handle);
+    const sampled = await (await sc.computeLogprobs(modelInputFromTokens([5, 6, 7, 8, 9]))).result();
+    const trained = (await (await tc.forward(DATA, "cross_entropy")).result()).lossFnOutputs[0]?.logprobs
+      ?.data;
+    expect(trained).toHaveLength(4);
+    for (const [i, lp] of sampled.slice(1).entries()) expect(lp).toBeCloseTo(trained?.[i] as number, 4);
+    const out = await (
+      await sc.sample(modelInputFromTokens([5, 6]), 1, { maxTokens: 3, temperature: 0 })
+    ).result();
+    expect(out.sequences[0]?.tokens).toEqual([7, 8, 9]);
+  });
+
   it("saveState and loadState round-trip through the client", async () => {
     const tc = await service.createLoraTrainingClient({ baseModel: "tiny", rank: 2, seed: 4 });
     await tc.forwardBackward(DATA, "cross_entropy");

@@ -20,6 +20,7 @@ import type {
   TrainingClient,
 } from "@opentinker/protocol";
 import type { BaseModel } from "../base-model.ts";
+import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
 import { BASE_KEY } from "../sampler/policy-pool.ts";
@@ -88,7 +89,7 @@ export class InProcessServiceClient implements ServiceClient {
     return sampler;
   }
 
-  async createLoraTrainingClient(config: LoraConfig): Promise<TrainingClient> {
+  async createLoraTrainingClient(config: LoraConfig): Promise<InProcessTrainingClient> {
     const base = this.base(config.baseModel);
     const policy = createLoraPolicy(base, {
       rank: config.rank,
@@ -99,6 +100,15 @@ export class InProcessServiceClient implements ServiceClient {
       seed: config.seed ?? 0,
     });
     return new InProcessTrainingClient(this, policy, config.baseModel, `adapter-${nextAdapter++}`);
+  }
+
+  /**
+   * A full-parameter policy: its own copy of every base weight. Each published
+   * snapshot is a whole model, which the shared sampler serves beside the adapters.
+   */
+  async createFullTrainingClient(config: { baseModel: string }): Promise<InProcessTrainingClient> {
+    const policy = createFullPolicy(this.base(config.baseModel));
+    return new InProcessTrainingClient(this, policy, config.baseModel, `full-${nextAdapter++}`);
   }
 
   async createSamplingClient(policy: { handle: string } | { baseModel: string }): Promise<SamplingClient> {

@@ -71,14 +71,23 @@ export class PagedKv {
   }
 }
 
+/**
+ * "rows": each row's matmul result is the same whatever else is in the batch,
+ * so a request's logits (and an adapter's training) do not depend on which
+ * other requests shared its steps (C5). "auto" is faster for long prefills
+ * (OpenBLAS) but rounds differently by batch size.
+ */
+export type StepMatmul = "rows" | "auto";
+
 function project(
   p: LinearParams,
   table: LoraTable | undefined,
   x: Float32Array,
   b: StepBatch,
   y: Float32Array,
+  matmul: StepMatmul,
 ): void {
-  linear(x, p.weight, y, b.n, p.dIn, p.dOut);
+  linear(x, p.weight, y, b.n, p.dIn, p.dOut, false, matmul);
   if (p.bias) {
     for (let r = 0; r < b.n; r++) {
       const row = y.subarray(r * p.dOut, (r + 1) * p.dOut);
@@ -98,6 +107,7 @@ export function pagedForward(
   lora: PoolLoraTables | null,
   kv: PagedKv,
   b: StepBatch,
+  matmul: StepMatmul = "rows",
 ): Float32Array {
   const {
     hiddenSize: H,
@@ -136,20 +146,20 @@ export function pagedForward(
     const t = lora?.layers[l] as Record<Module, LoraTable> | undefined;
     const cache = kv.layers[l] as PagedKvCache;
     rmsNorm(h, layer.inputNorm.weight, xn, null, n, H, eps);
-    project(layer.q, t?.q, xn, b, q);
-    project(layer.k, t?.k, xn, b, k);
-    project(layer.v, t?.v, xn, b, v);
+    project(layer.q, t?.q, xn, b, q, matmul);
+    project(layer.k, t?.k, xn, b, k, matmul);
+    project(layer.v, t?.v, xn, b, v, matmul);
     rope(q, b.positions, params.rope, n, numHeads, headDim);
     rope(k, b.positions, params.rope, n, numKvHeads, headDim);
     cacheWrite(cache, k, v, n, b.slotMapping);
     pagedAttention(q, n, rows, cache, numHeads, 1 / Math.sqrt(headDim), attn);
-    project(layer.o, t?.o, attn, b, tmp);
+    project(layer.o, t?.o, attn, b, tmp, matmul);
     addInto(h, tmp);
     rmsNorm(h, layer.postAttentionNorm.weight, xn, null, n, H, eps);
-    project(layer.gate, t?.gate, xn, b, gate);
-    project(layer.up, t?.up, xn, b, up);
+    project(layer.gate, t?.gate, xn, b, gate, matmul);
+    project(layer.up, t?.up, xn, b, up, matmul);
     swiglu(gate, up, gate);
-    project(layer.down, t?.down, gate, b, tmp);
+    project(layer.down, t?.down, gate, b, tmp, matmul);
     addInto(h, tmp);
   });
   // Logits only for the rows that need them.
@@ -164,7 +174,7 @@ export function pagedForward(
   const normed = new Float32Array(m * H);
   rmsNorm(last, params.finalNorm.weight, normed, null, m, H, eps);
   const logits = new Float32Array(m * V);
-  linear(normed, params.unembed.weight, logits, m, H, V);
+  linear(normed, params.unembed.weight, logits, m, H, V, false, matmul);
   if (lora?.unembed && m > 0) loraForward(normed, m, lastSlots, lora.unembed, logits);
   return logits;
 }

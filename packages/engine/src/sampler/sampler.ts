@@ -44,6 +44,13 @@ export interface SamplerOptions {
   policyBytes?: number;
   /** Token rows per step: bounds a step's latency. */
   maxTokensPerStep?: number;
+  /**
+   * Batch-invariant matmuls (default true): a request's logprobs are bit for bit
+   * the same whatever else shares its steps, so one team's adapter trains
+   * identically with or without other teams' traffic. false trades that for
+   * faster long prefills (see BENCHMARKS.md).
+   */
+  batchInvariant?: boolean;
 }
 
 export class AbortError extends Error {
@@ -529,7 +536,13 @@ export class Sampler {
     }
     const params = full ? (entry.params as ModelParams) : this.baseParams;
     const lora = full ? null : this.pool.loraTables();
-    const logits = pagedForward(params, lora, this.cache, batch);
+    const logits = pagedForward(
+      params,
+      lora,
+      this.cache,
+      batch,
+      this.options.batchInvariant === false ? "auto" : "rows",
+    );
     const V = params.shape.vocabSize;
     logitRows.forEach((row, i) => {
       (rows[row] as Row).onLogits?.(logits.subarray(i * V, (i + 1) * V));

@@ -1,6 +1,7 @@
 #include "gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "simd.h"
@@ -281,9 +282,11 @@ void dot_tile(const GemmArgs& g, int64_t i0, int64_t j0) {
   for (int i = 0; i < MI; ++i)
     for (int j = 0; j < NJ; ++j) sums[i][j] = 0.0f;
 #endif
+  // An explicit fma: left to itself, the compiler contracts (or vectorises) this
+  // loop differently per tile size, and a row's sum would depend on its tile.
   for (; p < g.k; ++p) {
     for (int i = 0; i < MI; ++i)
-      for (int j = 0; j < NJ; ++j) sums[i][j] += a[i][p] * b[j][p];
+      for (int j = 0; j < NJ; ++j) sums[i][j] = std::fma(a[i][p], b[j][p], sums[i][j]);
   }
   for (int i = 0; i < MI; ++i) {
     float* c = g.c + (i0 + i) * g.ldc + j0;
@@ -291,12 +294,18 @@ void dot_tile(const GemmArgs& g, int64_t i0, int64_t j0) {
   }
 }
 
+/** Rows [i0, i1) of C at columns j0 … j0+NJ-1. Every tile size sums a dot product in the same order. */
+template <int NJ>
+void dot_rows(const GemmArgs& g, int64_t j0, int64_t i0, int64_t i1) {
+  int64_t i = i0;
+  for (; i + 4 <= i1; i += 4) dot_tile<4, NJ>(g, i, j0);
+  for (; i + 2 <= i1; i += 2) dot_tile<2, NJ>(g, i, j0);
+  for (; i < i1; ++i) dot_tile<1, NJ>(g, i, j0);
+}
+
 template <int NJ>
 void dot_rows(const GemmArgs& g, int64_t j0) {
-  int64_t i = 0;
-  for (; i + 4 <= g.m; i += 4) dot_tile<4, NJ>(g, i, j0);
-  for (; i + 2 <= g.m; i += 2) dot_tile<2, NJ>(g, i, j0);
-  for (; i < g.m; ++i) dot_tile<1, NJ>(g, i, j0);
+  dot_rows<NJ>(g, j0, 0, g.m);
 }
 
 /** C = alpha·A·Bᵀ + beta·C for A [m, k], B [n, k] with small m, parallel over n. */
@@ -312,7 +321,25 @@ void gemm_nt_small(const GemmArgs& g) {
 // Below this many rows, x·Wᵀ is computed by dot tiles instead of the packed kernel.
 constexpr int64_t kSmallM = 24;
 
+// gemm_rows: rows of A per block, so a block (64 × k floats) stays in L2 while
+// every column tile of B streams past it once.
+constexpr int64_t kRowBlock = 64;
+
 }  // namespace
+
+void gemm_rows(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0 || g.alpha == 0.0f) return scale_c(g);
+  constexpr int64_t NJ = 3;
+  const int64_t tiles = g.n / NJ;
+  parallel_for(tiles, grain_for(tiles, 8), [&](int64_t t0, int64_t t1) {
+    for (int64_t i0 = 0; i0 < g.m; i0 += kRowBlock) {
+      const int64_t i1 = std::min(g.m, i0 + kRowBlock);
+      for (int64_t t = t0; t < t1; ++t) dot_rows<NJ>(g, t * NJ, i0, i1);
+    }
+  });
+  for (int64_t j = tiles * NJ; j < g.n; ++j) dot_rows<1>(g, j);
+}
 
 void gemm_own(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;

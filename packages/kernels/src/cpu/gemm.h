@@ -25,6 +25,13 @@ struct GemmArgs {
 void gemm(const GemmArgs& g);
 /** The addon's own packed SIMD kernel, multi-threaded on the pool. */
 void gemm_own(const GemmArgs& g);
+/**
+ * x·Wᵀ (A [m, k], B [n, k]) in which each row of C depends only on the same row
+ * of A: every dot product is summed in one order whatever m is. A sampler batches
+ * many requests into one matmul; with this, one request's logits do not change
+ * with what else is in the batch. Only the NT layout.
+ */
+void gemm_rows(const GemmArgs& g);
 /** cblas_sgemm; returns false when the addon was built without a BLAS. */
 bool gemm_blas(const GemmArgs& g);
 /** "openblas <version>" or nullptr. */

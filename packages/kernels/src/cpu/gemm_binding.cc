@@ -11,7 +11,8 @@ namespace {
 
 // gemm(transA, transB, m, n, k, alpha, a, b, beta, c, backend)
 //   c[m, n] = alpha · op(a) · op(b) + beta · c; a [m, k] ([k, m] if transA), b [k, n] ([n, k] if transB).
-//   backend: "auto" (OpenBLAS when built with it), "own" (the addon's SIMD kernel) or "blas".
+//   backend: "auto" (OpenBLAS when built with it), "own" (the addon's SIMD kernel), "blas", or
+//   "rows" (x·Wᵀ only: each row of c independent of the other rows, for batched sampling).
 Napi::Value Gemm(const Napi::CallbackInfo& info) {
   Args a{info, "gemm"};
   a.expect_count(11);
@@ -29,16 +30,19 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   g.lda = g.trans_a ? g.m : g.k;
   g.ldb = g.trans_b ? g.k : g.n;
   g.ldc = g.n;
-  if (!info[10].IsString()) throw_type(a.env(), a.op, "backend", "must be \"auto\", \"own\" or \"blas\"");
+  if (!info[10].IsString()) throw_type(a.env(), a.op, "backend", "must be \"auto\", \"own\", \"blas\" or \"rows\"");
   const std::string backend = info[10].As<Napi::String>().Utf8Value();
   if (backend == "auto") {
     gemm(g);
   } else if (backend == "own") {
     gemm_own(g);
+  } else if (backend == "rows") {
+    if (g.trans_a || !g.trans_b) throw_range(a.env(), a.op, "backend", "\"rows\" takes only a · bᵀ (transA false, transB true)");
+    gemm_rows(g);
   } else if (backend == "blas") {
     if (!gemm_blas(g)) throw_range(a.env(), a.op, "backend", "\"blas\" is unavailable: the addon was built without OpenBLAS");
   } else {
-    throw_range(a.env(), a.op, "backend", "must be \"auto\", \"own\" or \"blas\", got \"" + backend + "\"");
+    throw_range(a.env(), a.op, "backend", "must be \"auto\", \"own\", \"blas\" or \"rows\", got \"" + backend + "\"");
   }
   return info.Env().Undefined();
 }

@@ -1,6 +1,12 @@
 import { loadNative } from "../loader.ts";
 
-export type GemmBackend = "auto" | "own" | "blas";
+/**
+ * "auto": OpenBLAS when built with it, else the addon's own SIMD kernel; "own",
+ * "blas": that one; "rows" (a · bᵀ only): each row of c depends only on the same
+ * row of a, whatever m is, so batching requests together never changes one
+ * request's numbers.
+ */
+export type GemmBackend = "auto" | "own" | "blas" | "rows";
 
 export interface GemmBinding {
   gemm(
@@ -23,7 +29,6 @@ export interface GemmOptions {
   transB?: boolean;
   alpha?: number;
   beta?: number;
-  /** "auto": OpenBLAS when built with it, else the addon's own SIMD kernel. */
   backend?: GemmBackend;
 }
 
@@ -64,8 +69,9 @@ export function linear(
   dIn: number,
   dOut: number,
   accumulate = false,
+  backend: "auto" | "rows" = "auto",
 ): void {
-  loadNative().gemm(false, true, rows, dOut, dIn, 1, x, w, accumulate ? 1 : 0, y, "auto");
+  loadNative().gemm(false, true, rows, dOut, dIn, 1, x, w, accumulate ? 1 : 0, y, backend);
 }
 
 /** The linear layer's input gradient: dx[rows, dIn] (+)= dy[rows, dOut] · w[dOut, dIn]. */
