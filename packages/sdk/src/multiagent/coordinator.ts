@@ -184,6 +184,7 @@ export class PlayerEnv<State, Move> implements Env {
       reward: outcome.rewards[this.player] ?? 0,
       done: true,
       metrics: {
+        "game/won": (outcome.rewards[this.player] ?? 0) > 0 ? 1 : 0,
         "game/illegal_move": outcome.illegalBy === this.player ? 1 : 0,
         "game/moves": outcome.moves,
       },

@@ -8,7 +8,7 @@ import type { Trajectory } from "../rollout/trajectory.ts";
 import { tinyService } from "../test-fixtures.ts";
 import { groupAdvantages } from "./advantages.ts";
 import { trajectoryDatums } from "./datums.ts";
-import { applyStaleness, evaluate, trainOnGroups, trainRl } from "./train.ts";
+import { applyStaleness, envMetricMeans, evaluate, trainOnGroups, trainRl } from "./train.ts";
 
 let service: InProcessServiceClient;
 let cleanup: () => Promise<void>;
@@ -199,6 +199,33 @@ describe("rollout and datums", () => {
     expect(applyStaleness(3, 6, { maxStaleness: 2, mode: "drop" })).toEqual({ staleness: 3, keep: false });
     expect(applyStaleness(3, 6, { maxStaleness: 2, mode: "correct" })).toEqual({ staleness: 3, keep: true });
     expect(applyStaleness(5, 6, { maxStaleness: 2, mode: "drop" })).toEqual({ staleness: 1, keep: true });
+  });
+});
+
+describe("environment metrics", () => {
+  const episode = (...metrics: Record<string, number>[]): Trajectory => ({
+    policyVersion: 0,
+    transitions: metrics.map((m) => ({
+      observation: modelInputFromTokens([1]),
+      actionTokens: [2],
+      actionLogprobs: [-1],
+      reward: 0,
+      done: false,
+      metrics: m,
+    })),
+  });
+
+  it("averages each metric over the episodes that report it, taking an episode's last value", () => {
+    const means = envMetricMeans(
+      [
+        episode({}, { "format/malformed": 1, turns: 2 }),
+        episode({ "format/malformed": 0 }),
+        episode({ "format/malformed": 1 }, { "format/malformed": 0, turns: 4 }),
+        episode({}),
+      ],
+      "val/",
+    );
+    expect(means).toEqual({ "val/env/format/malformed": 1 / 3, "val/env/turns": 3 });
   });
 });
 

@@ -13,7 +13,7 @@ import type {
 import type { RlDataset } from "../env/types.ts";
 import type { MetricsRecord, MetricsSink } from "../metrics/sink.ts";
 import { rolloutGroups } from "../rollout/rollout.ts";
-import { type TrajectoryGroup, totalReward } from "../rollout/trajectory.ts";
+import { type Trajectory, type TrajectoryGroup, totalReward } from "../rollout/trajectory.ts";
 import { type AdvantageOptions, groupAdvantages } from "./advantages.ts";
 import { type DatumOptions, trajectoryDatums } from "./datums.ts";
 import { applyKlPenalty, type KlPenalty } from "./kl.ts";
@@ -84,7 +84,30 @@ function rewardStats(groups: TrajectoryGroup[], prefix: string): MetricsRecord {
     [`${prefix}reward/mean`]: mean,
     [`${prefix}reward/std`]: std,
     [`${prefix}trajectories/failed`]: all.length - ok.length,
+    ...envMetricMeans(all, prefix),
   };
+}
+
+/**
+ * The environments' own per-episode metrics (a malformed flag, turns taken),
+ * averaged over the trajectories that report each one, as `env/<name>`. An
+ * episode's value is the last one its transitions report.
+ */
+export function envMetricMeans(trajectories: Trajectory[], prefix = ""): Record<string, number> {
+  const sums = new Map<string, { total: number; count: number }>();
+  for (const t of trajectories) {
+    const episode: Record<string, number> = Object.assign({}, ...t.transitions.map((tr) => tr.metrics));
+    for (const [key, value] of Object.entries(episode)) {
+      if (!Number.isFinite(value)) continue;
+      const s = sums.get(key) ?? { total: 0, count: 0 };
+      s.total += value;
+      s.count++;
+      sums.set(key, s);
+    }
+  }
+  const out: Record<string, number> = {};
+  for (const [key, s] of sums) out[`${prefix}env/${key}`] = s.total / s.count;
+  return out;
 }
 
 /** Runs a dataset's episodes with no loss and no optimizer step (validation or deployment). */
