@@ -20,7 +20,14 @@ export interface ArithmeticTask {
 
 const OPS = ["+", "-", "*"] as const;
 
-export function arithmeticTask(random: () => number, maxOperand = 20): ArithmeticTask {
+/**
+ * Operands 0–12: 507 problems, small enough that the built-in text model learns
+ * each answer's neighbourhood and RL has a mode to sharpen (with 0–20 it knew
+ * sums only to ±2, and products hardly at all).
+ */
+export const ARITHMETIC_MAX_OPERAND = 12;
+
+export function arithmeticTask(random: () => number, maxOperand = ARITHMETIC_MAX_OPERAND): ArithmeticTask {
   const a = Math.floor(random() * (maxOperand + 1));
   const b = Math.floor(random() * (maxOperand + 1));
   const op = OPS[Math.floor(random() * OPS.length)] as ArithmeticTask["op"];

@@ -4,11 +4,17 @@ import path from "node:path";
 import { InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import { modelInputTokens } from "@opentinker/protocol";
-import { MemorySink, type RendererTokenizer, rolloutGroups, trainRl } from "@opentinker/sdk";
+import {
+  type EnvGroupBuilder,
+  MemorySink,
+  type RendererTokenizer,
+  rolloutGroups,
+  trainRl,
+} from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArithmeticEnv, arithmeticDataset, arithmeticKey } from "./arithmetic.ts";
-import { GuessNumberEnv, guessNumberDataset } from "./guess-number.ts";
-import { nimEvaluationDataset, nimSelfPlayDataset } from "./nim.ts";
+import { GUESS_RANGES, GuessNumberEnv, guessKey, guessNumberDataset } from "./guess-number.ts";
+import { NIM_ILLEGAL_PENALTY, nimEvaluationDataset, nimSelfPlayDataset } from "./nim.ts";
 import { splitOf } from "./split.ts";
 
 let dir: string;
@@ -126,6 +132,31 @@ describe("guess-number", () => {
     };
     expect(await secrets(4)).toEqual(await secrets(4));
   });
+
+  it("holds out 18 of its 80 tasks across every range, none of them drawn in training", async () => {
+    const drawn = async (split: "train" | "validation") => {
+      const ds = guessNumberDataset({
+        tokenizer,
+        split,
+        seed: 1,
+        batches: 1,
+        groupsPerBatch: 2000,
+        groupSize: 1,
+      });
+      const tasks = await Promise.all(
+        ds.batch(0).map(async (g) => (await g.makeEnvs())[0] as GuessNumberEnv),
+      );
+      return new Set(tasks.map((env) => guessKey(env.task)));
+    };
+    const validation = await drawn("validation");
+    const train = await drawn("train");
+    expect(validation.size).toBe(18);
+    expect(train.size).toBe(62);
+    expect([...train].filter((key) => validation.has(key))).toEqual([]);
+    expect(new Set([...validation].map((key) => key.split("/")[1]))).toEqual(
+      new Set(GUESS_RANGES.map(String)),
+    );
+  });
 });
 
 describe("short runs with the real engine", () => {
@@ -195,5 +226,24 @@ describe("short runs with the real engine", () => {
     });
     const [group] = await rolloutGroups(evalSet.batch(0), sampler, { policyVersion: saved.version, seed: 1 });
     expect(group?.trajectories).toHaveLength(3);
+  });
+
+  it("nim: an illegal move ends the game and costs more than a loss", async () => {
+    const dataset = nimEvaluationDataset({
+      seed: 1,
+      batches: 1,
+      groupsPerBatch: 1,
+      games: 1,
+      opponent: "random",
+    });
+    const [env] = await (dataset.batch(0)[0] as EnvGroupBuilder).makeEnvs();
+    await env?.initialObservation();
+    const result = await env?.step([...Buffer.from("x")]);
+    expect(result).toMatchObject({
+      reward: NIM_ILLEGAL_PENALTY,
+      done: true,
+      metrics: { "game/illegal_move": 1 },
+    });
+    expect(NIM_ILLEGAL_PENALTY).toBeLessThan(-1);
   });
 });

@@ -22,8 +22,26 @@ export interface GuessTask {
 /** A task's identity, which decides its split. */
 export const guessKey = (t: GuessTask) => `${t.secret}/${t.max}`;
 
-export function guessTask(random: () => number, max: number): GuessTask {
-  return { secret: 1 + Math.floor(random() * max), max };
+/**
+ * The ranges a task is drawn from (1 to each), 80 tasks in all. With one range
+ * of 16, any held-out secret is one RL learns never to guess: it learns a prior
+ * over the training secrets instead of a strategy, and held-out validation
+ * falls as training improves. Over several ranges the held-out pairs differ per
+ * range, and what carries over between ranges is using the feedback.
+ */
+export const GUESS_RANGES: readonly number[] = [8, 12, 16, 20, 24];
+
+/**
+ * One task key in five is validation: 18 of the 80, different secrets in each
+ * range. (Not four: the low bits of the FNV hash of keys this alike repeat, and
+ * one in four held out the same few secrets in every range.)
+ */
+export const GUESS_VALIDATION_ONE_IN = 5;
+
+/** A task in 1..`max`, or in a range drawn from GUESS_RANGES. */
+export function guessTask(random: () => number, max?: number): GuessTask {
+  const range = max ?? (GUESS_RANGES[Math.floor(random() * GUESS_RANGES.length)] as number);
+  return { secret: 1 + Math.floor(random() * range), max: range };
 }
 
 export interface GuessOptions extends TextEnvOptions {
@@ -85,15 +103,16 @@ export class GuessNumberEnv implements Env {
 }
 
 export interface GuessDatasetOptions extends GuessOptions, TaskDatasetOptions {
+  /** One range 1..max (default: the GUESS_RANGES). */
   max?: number;
 }
 
 export function guessNumberDataset(o: GuessDatasetOptions): RlDataset {
-  const max = o.max ?? 16;
   return taskDataset(o, {
     tag: "guess-number",
-    draw: (r) => guessTask(r, max),
+    draw: (r) => guessTask(r, o.max),
     key: guessKey,
+    validationOneIn: GUESS_VALIDATION_ONE_IN,
     makeEnv: (task) => new GuessNumberEnv(task, o.tokenizer, o),
   });
 }

@@ -18,7 +18,16 @@ export interface NimDatasetOptions {
   games: number;
   /** Accept any token as a move (for untrained models that rarely emit digits). */
   lenient?: boolean;
+  /** The mover's reward for an illegal move (default NIM_ILLEGAL_PENALTY). */
+  illegalPenalty?: number;
 }
+
+/**
+ * Worse than a loss (−1): were it equal, a player in a lost position would be
+ * indifferent to forfeiting, and self-play drifted to ending half its games on
+ * an illegal move.
+ */
+export const NIM_ILLEGAL_PENALTY = -1.5;
 
 export function nimSelfPlayDataset(o: NimDatasetOptions): RlDataset {
   const game = nimGame({ lenient: o.lenient ?? false });
@@ -26,7 +35,11 @@ export function nimSelfPlayDataset(o: NimDatasetOptions): RlDataset {
     batches: o.batches,
     batch: (index: number): EnvGroupBuilder[] =>
       Array.from({ length: o.groupsPerBatch }, (_, g) =>
-        selfPlayGroup(game, { games: o.games, seed: o.seed * 1_000_003 + index * 101 + g }),
+        selfPlayGroup(game, {
+          games: o.games,
+          seed: o.seed * 1_000_003 + index * 101 + g,
+          illegalPenalty: o.illegalPenalty ?? NIM_ILLEGAL_PENALTY,
+        }),
       ),
   };
 }
@@ -39,7 +52,11 @@ export function nimEvaluationDataset(o: NimDatasetOptions & { opponent: "random"
     batches: o.batches,
     batch: (index: number): EnvGroupBuilder[] =>
       Array.from({ length: o.groupsPerBatch }, (_, g) =>
-        vsOpponentGroup(game, opponent, { games: o.games, seed: o.seed * 1_000_003 + index * 101 + g }),
+        vsOpponentGroup(game, opponent, {
+          games: o.games,
+          seed: o.seed * 1_000_003 + index * 101 + g,
+          illegalPenalty: o.illegalPenalty ?? NIM_ILLEGAL_PENALTY,
+        }),
       ),
   };
 }

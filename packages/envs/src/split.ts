@@ -1,5 +1,6 @@
 // Seeded task generation with a held-out validation split: every task has a
-// stable key; one key in ten belongs to validation and never appears in training.
+// stable key; one key in ten (by default) belongs to validation and never
+// appears in training.
 
 /** mulberry32: a small seeded PRNG, so a seed always gives the same tasks. */
 export function seededRandom(seed: number): () => number {
@@ -15,11 +16,14 @@ export function seededRandom(seed: number): () => number {
 
 export type Split = "train" | "validation";
 
-/** FNV-1a of a task's key: decides its split, independent of the generator's seed. */
-export function splitOf(key: string): Split {
+/**
+ * FNV-1a of a task's key: decides its split, independent of the generator's
+ * seed. One key in `oneIn` is validation.
+ */
+export function splitOf(key: string, oneIn = 10): Split {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % 10 === 0 ? "validation" : "train";
+  return (h >>> 0) % oneIn === 0 ? "validation" : "train";
 }
 
 /** Draws tasks from `make` until one of the wanted split comes up. */
@@ -28,9 +32,10 @@ export function drawFromSplit<T>(
   split: Split,
   make: (random: () => number) => T,
   key: (task: T) => string,
+  oneIn = 10,
 ): T {
   for (;;) {
     const task = make(random);
-    if (splitOf(key(task)) === split) return task;
+    if (splitOf(key(task), oneIn) === split) return task;
   }
 }

@@ -1,12 +1,13 @@
 // The recipes of the built-in text models: shape, corpus, tokenizer and
 // pretraining settings. Changing any value changes the model's checksums.
+import { ARITHMETIC_MAX_OPERAND } from "@opentinker/envs";
 import type { TextModelRecipe } from "./build/build-text-model.ts";
 import type { TextCorpusSpec } from "./corpus/index.ts";
 
 const CORPUS: TextCorpusSpec = {
   seed: 1,
-  arithmetic: { episodes: 45_000, pCorrect: 0.5, mistake: "near-miss", maxOperand: 20 },
-  guessNumber: { episodes: 9_000, max: 16, maxTurns: 6, pCareless: 0.5, maxStep: 3 },
+  arithmetic: { episodes: 45_000, pCorrect: 0.5, mistake: "near-miss", maxOperand: ARITHMETIC_MAX_OPERAND },
+  guessNumber: { episodes: 9_000, maxTurns: 6, pCareless: 0.5, maxStep: 3 },
   nim: { games: 2_250 },
 };
 

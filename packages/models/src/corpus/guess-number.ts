@@ -4,14 +4,22 @@
 // ignores the feedback, otherwise a step of 1–`maxStep` in the direction the
 // feedback says (clamped to the range). It finds the secret in about half the
 // games; halving the interval would always find it, so RL has room to improve.
-import { drawFromSplit, GuessNumberEnv, type GuessTask, guessKey, guessTask } from "@opentinker/envs";
+import {
+  drawFromSplit,
+  GUESS_VALIDATION_ONE_IN,
+  GuessNumberEnv,
+  type GuessTask,
+  guessKey,
+  guessTask,
+} from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { encode, endOfTurn } from "./arithmetic.ts";
 import { type Example, scriptedEpisode } from "./episodes.ts";
 
 export interface GuessCorpusOptions {
   episodes: number;
-  max: number;
+  /** One range 1..max (default: the environment's ranges). */
+  max?: number;
   maxTurns: number;
   pCareless: number;
   maxStep: number;
@@ -41,7 +49,13 @@ export async function guessNumberCorpus(
   const end = endOfTurn(tokenizer);
   const out: Example[] = [];
   for (let i = 0; i < o.episodes; i++) {
-    const task = drawFromSplit(random, "train", (r) => guessTask(r, o.max), guessKey);
+    const task = drawFromSplit(
+      random,
+      "train",
+      (r) => guessTask(r, o.max),
+      guessKey,
+      GUESS_VALIDATION_ONE_IN,
+    );
     const guess = carelessGuesser(task, o, random);
     const env = new GuessNumberEnv(task, tokenizer, { maxTurns: o.maxTurns });
     out.push(...(await scriptedEpisode(env, () => [...encode(tokenizer, String(guess())), end])));

@@ -1,11 +1,10 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
-import { runExperiment, TINY_RANDOM } from "./run.ts";
-import { SETTINGS } from "./settings.ts";
+import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -14,16 +13,22 @@ const { values, positionals } = parseArgs({
     steps: { type: "string", default: "20" },
     model: { type: "string" },
     out: { type: "string" },
+    lr: { type: "string" },
   },
 });
 const name = positionals[0];
 if (!name) {
   console.error(
-    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--out DIR]\nsettings: ${Object.keys(SETTINGS).join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
+    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
   );
   process.exit(2);
 }
 const seed = Number(values.seed);
+const learningRate = values.lr === undefined ? undefined : Number(values.lr);
+if (learningRate !== undefined && !(learningRate > 0)) {
+  console.error(`--lr must be a positive number (got "${values.lr}")`);
+  process.exit(2);
+}
 const steps = Number(values.steps);
 if (!Number.isInteger(seed) || !Number.isInteger(steps) || steps < 1) {
   console.error("--seed and --steps must be integers (steps ≥ 1)");
@@ -37,6 +42,7 @@ try {
     seed,
     steps,
     ...(values.model ? { model: values.model } : {}),
+    ...(learningRate === undefined ? {} : { learningRate }),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });
   console.log(JSON.stringify(summary, null, 2));

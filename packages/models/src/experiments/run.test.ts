@@ -2,36 +2,65 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runExperiment } from "./run.ts";
+import { type ExperimentSummary, runExperiment } from "./run.ts";
 import { SETTINGS } from "./settings.ts";
+
+const readJsonl = async (file: string) =>
+  (await readFile(file, "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, number>);
+
+async function shortRun(name: string, check: (summary: ExperimentSummary) => Promise<void>) {
+  const out = await mkdtemp(path.join(tmpdir(), "ot-exp-"));
+  try {
+    const summary = await runExperiment({
+      name,
+      seed: 1,
+      steps: 2,
+      outDir: out,
+      quiet: true,
+      validateEvery: 1,
+    });
+    expect(summary).toMatchObject({ setting: name, seed: 1, steps: 2 });
+    expect(JSON.parse(await readFile(summary.files.summary, "utf8")).setting).toBe(name);
+    expect(await readFile(summary.files.plot, "utf8")).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>$/);
+    await check(summary);
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+}
 
 describe("the experiment runner", () => {
   for (const name of Object.keys(SETTINGS)) {
     it(`a short run of ${name} completes and writes metrics, a summary and a plot`, async () => {
-      const out = await mkdtemp(path.join(tmpdir(), "ot-exp-"));
-      try {
-        const summary = await runExperiment({
-          name,
-          seed: 1,
-          steps: 2,
-          outDir: out,
-          quiet: true,
-          validateEvery: 1,
-        });
-        expect(summary).toMatchObject({ setting: name, seed: 1, steps: 2 });
-        const lines = (await readFile(summary.files.metrics, "utf8"))
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l));
+      await shortRun(name, async (summary) => {
+        const lines = await readJsonl(summary.files.metrics);
         expect(lines.map((l) => l.step)).toEqual([0, 1]);
-        expect(lines.every((l) => typeof l["policy/version"] === "number")).toBe(true);
-        expect(JSON.parse(await readFile(summary.files.summary, "utf8")).setting).toBe(name);
-        expect(await readFile(summary.files.plot, "utf8")).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>$/);
-      } finally {
-        await rm(out, { recursive: true, force: true });
-      }
-    }, 120_000);
+        // Every step's trajectories came from a published snapshot, and each update published a newer one.
+        const versions = lines.map((l) => l["policy/version"] as number);
+        expect(versions[1]).toBeGreaterThan(versions[0] as number);
+        // The environments' malformed rate is recorded per step and in validation.
+        const malformed = name.startsWith("nim") ? "env/game/illegal_move" : "env/format/malformed";
+        expect(
+          lines.every((l) => typeof l[malformed] === "number" && typeof l[`val/${malformed}`] === "number"),
+        ).toBe(true);
+        expect(summary.stateSha256).toMatch(/^[0-9a-f]{64}$/);
+        if (SETTINGS[name]?.sft) expect(typeof summary.validationAfterSft).toBe("number");
+        if (name.startsWith("nim")) expect(summary.evaluations?.["vs-optimal"]).toBeDefined();
+      });
+    }, 180_000);
   }
+
+  it("two adapters trained at once: the first is byte-identical to its solo rerun", async () => {
+    await shortRun("two-adapters-lora-rl", async (summary) => {
+      expect(summary.members?.map((m) => m.setting)).toEqual(["arithmetic-lora-rl", "guess-number-lora-rl"]);
+      expect(summary.isolation).toMatchObject({ identical: true });
+      expect(summary.isolation?.aloneStateSha256).toBe(summary.stateSha256);
+      for (const file of summary.files.memberMetrics ?? []) expect(await readJsonl(file)).toHaveLength(2);
+      expect(summary.files.memberMetrics).toHaveLength(2);
+    });
+  }, 300_000);
 
   it("an unknown setting is refused by name", async () => {
     await expect(

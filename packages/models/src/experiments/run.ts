@@ -1,6 +1,8 @@
 // Runs one named setting end to end with in-process clients: baseline
-// validation, trainRl with periodic validation, then metrics JSONL, a summary
-// and an SVG plot in the output directory.
+// validation, an optional SFT phase, trainRl with periodic validation, then
+// metrics JSONL, a summary and an SVG plot in the output directory. A pair
+// setting trains two adapters at once over one base, then retrains the first
+// alone and checks that it came out byte-identical.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -8,17 +10,17 @@ import { type BaseModel, InProcessServiceClient, loadBaseModel } from "@opentink
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import {
   ConsoleSink,
-  evaluate,
   fanOut,
   JsonlSink,
   MemorySink,
+  type MetricsRecord,
   type MetricsSink,
   type RendererTokenizer,
-  trainRl,
 } from "@opentinker/sdk";
 import { BUILT_IN_MODELS, DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { svgPlot } from "./plot.ts";
-import { SETTINGS, type Setting } from "./settings.ts";
+import { PAIR_SETTINGS, type PairSetting, SETTINGS, type Setting } from "./settings.ts";
+import { type SettingRun, trainSetting } from "./train-setting.ts";
 
 export interface ExperimentOptions {
   name: string;
@@ -32,24 +34,44 @@ export interface ExperimentOptions {
   model?: string;
   outDir: string;
   validateEvery?: number;
+  /** Overrides the setting's learning rate. */
+  learningRate?: number;
   quiet?: boolean;
 }
 
-export interface ExperimentSummary {
+/** What one trained policy reached; `metric` names the validation figure. */
+export interface RunSummary {
   setting: string;
+  metric: string;
+  validationStart: number;
+  /** After the SFT phase, for settings that have one. */
+  validationAfterSft?: number;
+  validationEnd: number;
+  /** Malformed or illegal actions in validation, at the start and the end. */
+  malformedStart: number;
+  malformedEnd: number;
+  /** Further evaluations (start and end). */
+  evaluations?: Record<string, { start: number; end: number }>;
+  /** sha256 of the final weights and optimizer moments, and of the last published snapshot. */
+  stateSha256: string;
+  snapshotChecksum: string;
+}
+
+export interface ExperimentSummary extends RunSummary {
   seed: number;
   steps: number;
   model: string;
-  validationStart: number;
-  validationEnd: number;
   seconds: number;
-  files: { metrics: string; summary: string; plot: string };
+  /** Pair settings: each adapter's result, and whether the first matched its solo rerun. */
+  members?: RunSummary[];
+  isolation?: { aloneStateSha256: string; aloneSnapshotChecksum: string; identical: boolean };
+  files: { metrics: string; summary: string; plot: string; memberMetrics?: string[] };
 }
 
 export const TINY_RANDOM = "tiny-random";
 
-async function baseFor(options: ExperimentOptions, s: Setting, scratch: string): Promise<BaseModel> {
-  const model = options.model ?? s.model ?? DEFAULT_TEXT_MODEL;
+async function loadBase(options: ExperimentOptions, defaultModel: string | undefined, scratch: string) {
+  const model = options.model ?? defaultModel ?? DEFAULT_TEXT_MODEL;
   if (model === TINY_RANDOM) {
     const dir = path.join(scratch, "tiny-model");
     await writeTinyModel(dir, { ...TINY_MODEL, seed: 2 });
@@ -62,75 +84,129 @@ async function baseFor(options: ExperimentOptions, s: Setting, scratch: string):
 
 export function setting(name: string): Setting {
   const found = SETTINGS[name];
-  if (!found) throw new RangeError(`unknown setting "${name}" (known: ${Object.keys(SETTINGS).join(", ")})`);
+  if (!found) throw new RangeError(`unknown setting "${name}" (known: ${settingNames().join(", ")})`);
   return found;
 }
 
+export const settingNames = () => [...Object.keys(SETTINGS), ...Object.keys(PAIR_SETTINGS)];
+
+const series = (records: MetricsRecord[], key: string, offset = 1) =>
+  records
+    .filter((r) => r[key] !== undefined)
+    .map((r) => [r.step + offset, r[key] as number] as [number, number]);
+
+function plotSeries(label: string, run: SettingRun) {
+  const prefix = label ? `${label} ` : "";
+  const validation = run.validationAfterSft === undefined ? run.validationStart : run.validationAfterSft;
+  return [
+    { name: `${prefix}reward`, points: series(run.records, "reward/mean") },
+    { name: `${prefix}validation`, points: [[0, validation], ...series(run.records, `val/${run.metric}`)] },
+  ] as { name: string; points: [number, number][] }[];
+}
+
+function sinksFor(file: string, steps: number, run: { quiet?: boolean; metric: string }): MetricsSink[] {
+  const sinks: MetricsSink[] = [new JsonlSink(file)];
+  if (!run.quiet) sinks.push(new ConsoleSink({ total: steps, keys: ["reward/mean", `val/${run.metric}`] }));
+  return sinks;
+}
+
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentSummary> {
-  const s = setting(options.name);
+  const pair = PAIR_SETTINGS[options.name];
+  const single = pair ? undefined : setting(options.name);
   const started = performance.now();
   const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-experiment-"));
   try {
-    const base = await baseFor(options, s, scratch);
+    const first = single ?? setting((pair as PairSetting).pair[0]);
+    const base = await loadBase(options, first.model, scratch);
     if (!base.tokenizer) throw new Error(`${base.name} has no tokenizer`);
-    const service = InProcessServiceClient.local([base], path.join(scratch, "snapshots"), "experiments");
-    const ctx = { tokenizer: base.tokenizer as RendererTokenizer, seed: options.seed, steps: options.steps };
-    const tc = await service.createLoraTrainingClient({ baseModel: base.name, rank: 16, seed: options.seed });
-    const first = await (await tc.saveWeightsForSampler("start")).result();
-    const baseline = await evaluate(
-      { client: await tc.createSamplingClient(first.handle), version: first.version },
-      s.validation(ctx),
-      {
-        seed: options.seed,
-      },
-    );
     await mkdir(options.outDir, { recursive: true });
     const files = {
       metrics: path.join(options.outDir, "metrics.jsonl"),
       summary: path.join(options.outDir, "summary.json"),
       plot: path.join(options.outDir, "plot.svg"),
     };
-    await rm(files.metrics, { force: true });
-    const memory = new MemorySink();
-    const sinks: MetricsSink[] = [memory, new JsonlSink(files.metrics)];
-    if (!options.quiet)
-      sinks.push(new ConsoleSink({ total: options.steps, keys: ["reward/mean", "val/reward/mean"] }));
-    const every = options.validateEvery ?? Math.max(1, Math.floor(options.steps / 4));
-    await trainRl({
-      trainingClient: tc,
-      dataset: s.train(ctx),
-      lossFn: s.lossFn,
-      adam: { learningRate: s.learningRate },
-      validation: { dataset: s.validation(ctx), every },
-      sink: fanOut(...sinks),
-      seed: options.seed,
-    });
-    const validationStart = baseline.metrics["val/reward/mean"] as number;
-    const validated = memory.records.filter((r) => r["val/reward/mean"] !== undefined);
-    const validationEnd =
-      (validated[validated.length - 1]?.["val/reward/mean"] as number | undefined) ?? validationStart;
+    const common = { base, options, scratch };
+    const result = pair ? await runPair(pair, common, files) : await runSingle(first, common, files);
     const summary: ExperimentSummary = {
-      setting: s.name,
+      ...result.summary,
       seed: options.seed,
       steps: options.steps,
       model: base.name,
-      validationStart,
-      validationEnd,
       seconds: Math.round((performance.now() - started) / 100) / 10,
-      files,
+      files: { ...files, ...result.files },
     };
     await writeFile(files.summary, `${JSON.stringify(summary, null, 2)}\n`);
-    const series = (key: string) =>
-      memory.records
-        .filter((r) => r[key] !== undefined)
-        .map((r) => [r.step + 1, r[key] as number] as [number, number]);
-    const plot = svgPlot(`${s.name} (seed ${options.seed})`, [
-      { name: "reward", points: series("reward/mean") },
-      { name: "validation", points: [[0, validationStart], ...series("val/reward/mean")] },
-    ]);
-    await writeFile(files.plot, plot);
+    await writeFile(files.plot, svgPlot(`${options.name} (seed ${options.seed})`, result.plot));
     return summary;
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+interface Common {
+  base: BaseModel;
+  options: ExperimentOptions;
+  scratch: string;
+}
+
+const service = (c: Common, name: string) =>
+  InProcessServiceClient.local([c.base], path.join(c.scratch, name), "experiments");
+
+function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: MetricsSink) {
+  return trainSetting(svc, s, {
+    baseModel: c.base.name,
+    tokenizer: c.base.tokenizer as RendererTokenizer,
+    seed: c.options.seed,
+    steps: c.options.steps,
+    sink,
+    ...(c.options.validateEvery ? { validateEvery: c.options.validateEvery } : {}),
+    ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
+  });
+}
+
+async function runSingle(s: Setting, c: Common, files: { metrics: string }) {
+  await rm(files.metrics, { force: true });
+  const metric = s.metric ?? "reward/mean";
+  const sinks = sinksFor(files.metrics, c.options.steps, { quiet: c.options.quiet ?? false, metric });
+  const run = await train(c, service(c, "snapshots"), s, fanOut(...sinks));
+  return { summary: run.summary, plot: plotSeries("", run), files: {} };
+}
+
+/** Both adapters at once over one base and sampler, then the first alone on a fresh service. */
+async function runPair(pair: PairSetting, c: Common, files: { metrics: string }) {
+  // One metrics file per adapter: metrics-<setting>.jsonl.
+  const [a, b] = pair.pair.map(setting) as [Setting, Setting];
+  const metricsOf = (s: Setting) => files.metrics.replace(/\.jsonl$/, `-${s.name}.jsonl`);
+  const sinkOf = async (s: Setting, quiet: boolean) => {
+    await rm(metricsOf(s), { force: true });
+    const metric = s.metric ?? "reward/mean";
+    return fanOut(...sinksFor(metricsOf(s), c.options.steps, { quiet, metric }));
+  };
+  const shared = service(c, "shared");
+  const quiet = c.options.quiet ?? false;
+  const [runA, runB] = await Promise.all([
+    train(c, shared, a, await sinkOf(a, quiet)),
+    train(c, shared, b, await sinkOf(b, true)),
+  ]);
+  const alone = await train(c, service(c, "alone"), a, new MemorySink());
+  const identical =
+    alone.summary.stateSha256 === runA.summary.stateSha256 &&
+    alone.summary.snapshotChecksum === runA.summary.snapshotChecksum;
+  return {
+    summary: {
+      ...runA.summary,
+      setting: pair.name,
+      members: [runA.summary, runB.summary],
+      isolation: {
+        aloneStateSha256: alone.summary.stateSha256,
+        aloneSnapshotChecksum: alone.summary.snapshotChecksum,
+        identical,
+      },
+    },
+    files: { metrics: metricsOf(a), memberMetrics: [metricsOf(a), metricsOf(b)] },
+    plot: [
+      ...plotSeries(a.name.split("-")[0] as string, runA),
+      ...plotSeries(b.name.split("-")[0] as string, runB),
+    ],
+  };
 }

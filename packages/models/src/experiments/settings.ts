@@ -4,15 +4,27 @@ import {
   guessNumberDataset,
   nimEvaluationDataset,
   nimSelfPlayDataset,
+  seededRandom,
   shapesDataset,
 } from "@opentinker/envs";
 import type { RendererTokenizer, RlDataset } from "@opentinker/sdk";
+import { arithmeticCorpus } from "../corpus/arithmetic.ts";
+import type { Example } from "../corpus/index.ts";
+import { TEXT_TINY } from "../recipes.ts";
 import { DEFAULT_VL_MODEL } from "../registry.ts";
 
 export interface SettingContext {
   tokenizer: RendererTokenizer;
   seed: number;
   steps: number;
+}
+
+/** Supervised fine-tuning before RL: examples of the task done right. */
+export interface SftPhase {
+  examples(ctx: SettingContext): Promise<Example[]>;
+  steps: number;
+  batchSize: number;
+  learningRate: number;
 }
 
 export interface Setting {
@@ -22,8 +34,25 @@ export interface Setting {
   validation(ctx: SettingContext): RlDataset;
   lossFn: "ppo" | "importance_sampling";
   learningRate: number;
+  /** LoRA rank 16 over the frozen base (default), or every weight trained. */
+  policy?: "lora" | "full";
+  sft?: SftPhase;
+  /**
+   * The validation metric the summary reports, without its `val/` prefix
+   * (default `reward/mean`; nim reports games won).
+   */
+  metric?: string;
+  /** Further evaluations, run at the start and the end only (nim: against the optimal player). */
+  evaluations?: Record<string, (ctx: SettingContext) => RlDataset>;
   /** The built-in model it runs on unless told otherwise (default: the text model). */
   model?: string;
+}
+
+/** Two settings trained at once over one base, each its own adapter (C5). */
+export interface PairSetting {
+  name: string;
+  description: string;
+  pair: readonly [string, string];
 }
 
 const arith = (ctx: SettingContext, split: "train" | "validation", batches: number) =>
@@ -32,9 +61,35 @@ const arith = (ctx: SettingContext, split: "train" | "validation", batches: numb
     split,
     seed: ctx.seed,
     batches,
-    groupsPerBatch: 4,
-    groupSize: 8,
+    // Validation: 128 held-out problems once each, so ±20 points is well past the noise.
+    ...(split === "train" ? { groupsPerBatch: 16, groupSize: 8 } : { groupsPerBatch: 128, groupSize: 1 }),
   });
+
+const guess = (ctx: SettingContext, split: "train" | "validation", batches: number) =>
+  guessNumberDataset({
+    tokenizer: ctx.tokenizer,
+    split,
+    seed: ctx.seed,
+    batches,
+    // Validation: 128 games over the held-out secrets.
+    ...(split === "train" ? { groupsPerBatch: 8, groupSize: 8 } : { groupsPerBatch: 64, groupSize: 2 }),
+  });
+
+const nimAgainst = (ctx: SettingContext, opponent: "random" | "optimal") =>
+  nimEvaluationDataset({ seed: ctx.seed + 1, batches: 1, groupsPerBatch: 16, games: 8, opponent });
+
+/** Correct answers to training-split problems, rendered by the environment itself. */
+const arithmeticSft: SftPhase = {
+  examples: (ctx) =>
+    arithmeticCorpus(ctx.tokenizer, seededRandom(ctx.seed * 7919 + 17), {
+      ...TEXT_TINY.corpus.arithmetic,
+      episodes: 60 * 32,
+      pCorrect: 1,
+    }),
+  steps: 60,
+  batchSize: 32,
+  learningRate: 5e-4,
+};
 
 export const SETTINGS: Record<string, Setting> = {
   "arithmetic-lora-rl": {
@@ -45,44 +100,33 @@ export const SETTINGS: Record<string, Setting> = {
     lossFn: "ppo",
     learningRate: 1e-3,
   },
+  "arithmetic-full-sft-rl": {
+    name: "arithmetic-full-sft-rl",
+    description: "single-turn text, full-parameter: 60 SFT steps on right answers, then GRPO (ppo)",
+    train: (ctx) => arith(ctx, "train", ctx.steps),
+    validation: (ctx) => arith(ctx, "validation", 1),
+    lossFn: "ppo",
+    learningRate: 5e-5,
+    policy: "full",
+    sft: arithmeticSft,
+  },
   "guess-number-lora-rl": {
     name: "guess-number-lora-rl",
     description: "multi-turn text, LoRA r=16, GRPO (ppo)",
-    train: (ctx) =>
-      guessNumberDataset({
-        tokenizer: ctx.tokenizer,
-        split: "train",
-        seed: ctx.seed,
-        batches: ctx.steps,
-        groupsPerBatch: 4,
-        groupSize: 8,
-      }),
-    validation: (ctx) =>
-      guessNumberDataset({
-        tokenizer: ctx.tokenizer,
-        split: "validation",
-        seed: ctx.seed,
-        batches: 1,
-        groupsPerBatch: 4,
-        groupSize: 4,
-      }),
+    train: (ctx) => guess(ctx, "train", ctx.steps),
+    validation: (ctx) => guess(ctx, "validation", 1),
     lossFn: "ppo",
     learningRate: 1e-3,
   },
   "nim-selfplay-lora-rl": {
     name: "nim-selfplay-lora-rl",
-    description: "two-agent self-play, LoRA r=16; validation against the random player",
-    train: (ctx) => nimSelfPlayDataset({ seed: ctx.seed, batches: ctx.steps, groupsPerBatch: 2, games: 4 }),
-    validation: (ctx) =>
-      nimEvaluationDataset({
-        seed: ctx.seed + 1,
-        batches: 1,
-        groupsPerBatch: 2,
-        games: 8,
-        opponent: "random",
-      }),
+    description: "two-agent self-play, LoRA r=16; validation: games won against the random player",
+    train: (ctx) => nimSelfPlayDataset({ seed: ctx.seed, batches: ctx.steps, groupsPerBatch: 8, games: 4 }),
+    validation: (ctx) => nimAgainst(ctx, "random"),
     lossFn: "ppo",
     learningRate: 1e-3,
+    metric: "env/game/won",
+    evaluations: { "vs-optimal": (ctx) => nimAgainst(ctx, "optimal") },
   },
   "shapes-lora-rl": {
     name: "shapes-lora-rl",
@@ -109,5 +153,14 @@ export const SETTINGS: Record<string, Setting> = {
     lossFn: "ppo",
     learningRate: 1e-3,
     model: DEFAULT_VL_MODEL,
+  },
+};
+
+export const PAIR_SETTINGS: Record<string, PairSetting> = {
+  "two-adapters-lora-rl": {
+    name: "two-adapters-lora-rl",
+    description:
+      "arithmetic and guess-number LoRA RL at once over one base and one sampler; arithmetic is then retrained alone and compared byte for byte",
+    pair: ["arithmetic-lora-rl", "guess-number-lora-rl"],
   },
 };

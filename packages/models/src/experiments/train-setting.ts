@@ -1,0 +1,142 @@
+// One setting's policy trained end to end on a service: evaluations at the
+// start, the optional SFT phase, RL with periodic validation, evaluations at
+// the end, and fingerprints of the final state (for the isolation check).
+import { createHash } from "node:crypto";
+import type { InProcessServiceClient, InProcessTrainingClient } from "@opentinker/engine";
+import { buildSftDatum, type Datum } from "@opentinker/protocol";
+import {
+  evaluate,
+  type MetricsRecord,
+  type MetricsSink,
+  type RendererTokenizer,
+  type RlDataset,
+  trainRl,
+  trainSft,
+} from "@opentinker/sdk";
+import type { Example } from "../corpus/index.ts";
+import type { RunSummary } from "./run.ts";
+import type { Setting, SettingContext } from "./settings.ts";
+
+export interface TrainSettingOptions {
+  baseModel: string;
+  tokenizer: RendererTokenizer;
+  seed: number;
+  steps: number;
+  sink: MetricsSink;
+  validateEvery?: number;
+  learningRate?: number;
+}
+
+export interface SettingRun {
+  summary: RunSummary;
+  metric: string;
+  validationStart: number;
+  validationAfterSft?: number;
+  records: MetricsRecord[];
+}
+
+const LORA_RANK = 16;
+
+async function trainingClient(svc: InProcessServiceClient, s: Setting, baseModel: string, seed: number) {
+  return s.policy === "full"
+    ? svc.createFullTrainingClient({ baseModel })
+    : svc.createLoraTrainingClient({ baseModel, rank: LORA_RANK, seed });
+}
+
+/** The current weights published and evaluated on each dataset: metric and malformed rate. */
+async function evaluateNow(
+  tc: InProcessTrainingClient,
+  datasets: Record<string, RlDataset>,
+  metric: string,
+  seed: number,
+) {
+  const saved = await (await tc.saveWeightsForSampler("evaluate")).result();
+  const sampler = { client: await tc.createSamplingClient(saved.handle), version: saved.version };
+  const out: Record<string, { value: number; malformed: number }> = {};
+  for (const [name, dataset] of Object.entries(datasets)) {
+    const { metrics } = await evaluate(sampler, dataset, { seed });
+    out[name] = { value: metrics[`val/${metric}`] ?? 0, malformed: malformedRate(metrics, "val/") };
+  }
+  return out;
+}
+
+/** Malformed text answers and illegal game moves, as one rate. */
+export const malformedRate = (m: Record<string, number>, prefix: string) =>
+  (m[`${prefix}env/format/malformed`] ?? 0) + (m[`${prefix}env/game/illegal_move`] ?? 0);
+
+/** Weights sum to 1 per batch, so the loss is a mean over answer tokens whatever their count. */
+function sftDatums(examples: readonly Example[], batchSize: number): Datum[] {
+  return examples.map((e) => {
+    const total = e.weights.reduce((a, w) => a + w, 0) * batchSize;
+    return buildSftDatum({ sequence: e.tokens, weights: e.weights.map((w) => w / total) });
+  });
+}
+
+function stateSha256(tc: InProcessTrainingClient): string {
+  const hash = createHash("sha256");
+  for (const t of tc.policy.tensors) {
+    hash.update(t.name);
+    for (const array of [t.value, t.m, t.v])
+      hash.update(new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+  }
+  return hash.digest("hex");
+}
+
+export async function trainSetting(
+  svc: InProcessServiceClient,
+  s: Setting,
+  o: TrainSettingOptions,
+): Promise<SettingRun> {
+  const ctx: SettingContext = { tokenizer: o.tokenizer, seed: o.seed, steps: o.steps };
+  const metric = s.metric ?? "reward/mean";
+  const tc = await trainingClient(svc, s, o.baseModel, o.seed);
+  const extra = Object.fromEntries(Object.entries(s.evaluations ?? {}).map(([k, make]) => [k, make(ctx)]));
+  const start = await evaluateNow(tc, { validation: s.validation(ctx), ...extra }, metric, o.seed);
+  let afterSft: number | undefined;
+  if (s.sft) {
+    const examples = await s.sft.examples(ctx);
+    await trainSft({
+      trainingClient: tc,
+      data: sftDatums(examples.slice(0, s.sft.steps * s.sft.batchSize), s.sft.batchSize),
+      batchSize: s.sft.batchSize,
+      adam: { learningRate: s.sft.learningRate },
+    });
+    afterSft = (await evaluateNow(tc, { validation: s.validation(ctx) }, metric, o.seed)).validation?.value;
+  }
+  const records = await trainRl({
+    trainingClient: tc,
+    dataset: s.train(ctx),
+    lossFn: s.lossFn,
+    adam: { learningRate: o.learningRate ?? s.learningRate },
+    validation: {
+      dataset: s.validation(ctx),
+      every: o.validateEvery ?? Math.max(1, Math.floor(o.steps / 4)),
+    },
+    sink: o.sink,
+    seed: o.seed,
+  });
+  const end = await evaluateNow(tc, { validation: s.validation(ctx), ...extra }, metric, o.seed);
+  const last = await svc.registry.latest(svc.team, tc.adapterId);
+  const evaluations = Object.fromEntries(
+    Object.keys(extra).map((k) => [k, { start: start[k]?.value ?? 0, end: end[k]?.value ?? 0 }]),
+  );
+  const summary: RunSummary = {
+    setting: s.name,
+    metric,
+    validationStart: start.validation?.value ?? 0,
+    ...(afterSft === undefined ? {} : { validationAfterSft: afterSft }),
+    validationEnd: end.validation?.value ?? 0,
+    malformedStart: start.validation?.malformed ?? 0,
+    malformedEnd: end.validation?.malformed ?? 0,
+    ...(Object.keys(evaluations).length ? { evaluations } : {}),
+    stateSha256: stateSha256(tc),
+    snapshotChecksum: last?.checksum ?? "",
+  };
+  return {
+    summary,
+    metric,
+    validationStart: summary.validationStart,
+    ...(afterSft === undefined ? {} : { validationAfterSft: afterSft }),
+    records,
+  };
+}
