@@ -13,7 +13,13 @@ import {
 } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArithmeticEnv, arithmeticDataset, arithmeticKey } from "./arithmetic.ts";
-import { GUESS_RANGES, GuessNumberEnv, guessKey, guessNumberDataset } from "./guess-number.ts";
+import {
+  GUESS_RANGES,
+  GUESS_VALIDATION_RANGE,
+  GuessNumberEnv,
+  guessKey,
+  guessNumberDataset,
+} from "./guess-number.ts";
 import { NIM_ILLEGAL_PENALTY, nimEvaluationDataset, nimSelfPlayDataset } from "./nim.ts";
 import { splitOf } from "./split.ts";
 
@@ -133,7 +139,7 @@ describe("guess-number", () => {
     expect(await secrets(4)).toEqual(await secrets(4));
   });
 
-  it("holds out 18 of its 80 tasks across every range, none of them drawn in training", async () => {
+  it("holds out one whole range for validation: every secret of 1–16, never drawn in training", async () => {
     const drawn = async (split: "train" | "validation") => {
       const ds = guessNumberDataset({
         tokenizer,
@@ -150,12 +156,10 @@ describe("guess-number", () => {
     };
     const validation = await drawn("validation");
     const train = await drawn("train");
-    expect(validation.size).toBe(18);
-    expect(train.size).toBe(62);
-    expect([...train].filter((key) => validation.has(key))).toEqual([]);
-    expect(new Set([...validation].map((key) => key.split("/")[1]))).toEqual(
-      new Set(GUESS_RANGES.map(String)),
-    );
+    expect(validation).toEqual(new Set(Array.from({ length: 16 }, (_, i) => `${i + 1}/16`)));
+    expect(train.size).toBe(8 + 12 + 20 + 24);
+    expect([...train].filter((key) => key.endsWith("/16"))).toEqual([]);
+    expect(GUESS_RANGES).toContain(GUESS_VALIDATION_RANGE);
   });
 });
 

@@ -68,8 +68,8 @@ export interface TaskSource<Task> {
   draw: (random: () => number) => Task;
   /** A task's identity, which decides its split. */
   key: (task: Task) => string;
-  /** One key in this many is validation (default 10). */
-  validationOneIn?: number;
+  /** The task's split, when the environment does not split by key hash. */
+  split?: (task: Task) => Split;
   makeEnv: (task: Task) => Env;
 }
 
@@ -80,7 +80,7 @@ export function taskDataset<Task>(o: TaskDatasetOptions, source: TaskSource<Task
     batch(index: number): EnvGroupBuilder[] {
       const random = seededRandom(o.seed * 1_000_003 + index);
       return Array.from({ length: o.groupsPerBatch }, () => {
-        const task = drawFromSplit(random, o.split, source.draw, source.key, source.validationOneIn);
+        const task = drawFromSplit(random, o.split, source.draw, source.key, source.split);
         return {
           tag: source.tag,
           makeEnvs: async () => Array.from({ length: o.groupSize }, () => source.makeEnv(task)),

@@ -1,15 +1,15 @@
-// The guess-the-number corpus: dialogues with GuessNumberEnv (training-split
-// secrets only) played by a reasonable but careless guesser: a uniform first
+// The guess-the-number corpus: dialogues with GuessNumberEnv (training ranges
+// only) played by a reasonable but careless guesser: a uniform first
 // guess; afterwards, with probability `pCareless` a fresh uniform guess that
 // ignores the feedback, otherwise a step of 1–`maxStep` in the direction the
 // feedback says (clamped to the range). It finds the secret in about half the
 // games; halving the interval would always find it, so RL has room to improve.
 import {
   drawFromSplit,
-  GUESS_VALIDATION_ONE_IN,
   GuessNumberEnv,
   type GuessTask,
   guessKey,
+  guessSplit,
   guessTask,
 } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
@@ -49,13 +49,7 @@ export async function guessNumberCorpus(
   const end = endOfTurn(tokenizer);
   const out: Example[] = [];
   for (let i = 0; i < o.episodes; i++) {
-    const task = drawFromSplit(
-      random,
-      "train",
-      (r) => guessTask(r, o.max),
-      guessKey,
-      GUESS_VALIDATION_ONE_IN,
-    );
+    const task = drawFromSplit(random, "train", (r) => guessTask(r, o.max), guessKey);
     const guess = carelessGuesser(task, o, random);
     const env = new GuessNumberEnv(task, tokenizer, { maxTurns: o.maxTurns });
     out.push(...(await scriptedEpisode(env, () => [...encode(tokenizer, String(guess())), end])));
