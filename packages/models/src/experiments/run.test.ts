@@ -46,6 +46,7 @@ describe("the experiment runner", () => {
           lines.every((l) => typeof l[malformed] === "number" && typeof l[`val/${malformed}`] === "number"),
         ).toBe(true);
         expect(summary.stateSha256).toMatch(/^[0-9a-f]{64}$/);
+        expect(typeof summary.validationMetrics.end["val/reward/mean"]).toBe("number");
         if (SETTINGS[name]?.sft) expect(typeof summary.validationAfterSft).toBe("number");
         if (name.startsWith("nim")) expect(summary.evaluations?.["vs-optimal"]).toBeDefined();
       });

@@ -50,6 +50,8 @@ export interface RunSummary {
   /** Malformed or illegal actions in validation, at the start and the end. */
   malformedStart: number;
   malformedEnd: number;
+  /** Every validation metric at the start and the end (the reward, the environments' own metrics). */
+  validationMetrics: { start: Record<string, number>; end: Record<string, number> };
   /** Further evaluations (start and end). */
   evaluations?: Record<string, { start: number; end: number }>;
   /** sha256 of the final weights and optimizer moments, and of the last published snapshot. */

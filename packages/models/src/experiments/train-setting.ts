@@ -52,10 +52,15 @@ async function evaluateNow(
 ) {
   const saved = await (await tc.saveWeightsForSampler("evaluate")).result();
   const sampler = { client: await tc.createSamplingClient(saved.handle), version: saved.version };
-  const out: Record<string, { value: number; malformed: number }> = {};
+  const out: Record<string, { value: number; malformed: number; metrics: Record<string, number> }> = {};
   for (const [name, dataset] of Object.entries(datasets)) {
     const { metrics } = await evaluate(sampler, dataset, { seed });
-    out[name] = { value: metrics[`val/${metric}`] ?? 0, malformed: malformedRate(metrics, "val/") };
+    const { step: _, ...named } = metrics;
+    out[name] = {
+      value: metrics[`val/${metric}`] ?? 0,
+      malformed: malformedRate(metrics, "val/"),
+      metrics: named,
+    };
   }
   return out;
 }
@@ -128,6 +133,7 @@ export async function trainSetting(
     validationEnd: end.validation?.value ?? 0,
     malformedStart: start.validation?.malformed ?? 0,
     malformedEnd: end.validation?.malformed ?? 0,
+    validationMetrics: { start: start.validation?.metrics ?? {}, end: end.validation?.metrics ?? {} },
     ...(Object.keys(evaluations).length ? { evaluations } : {}),
     stateSha256: stateSha256(tc),
     snapshotChecksum: last?.checksum ?? "",
