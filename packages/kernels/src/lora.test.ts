@@ -90,6 +90,20 @@ describe("multi-LoRA forward", () => {
       expectClose(alone, together.subarray(i * c.dOut, (i + 1) * c.dOut), 1e-6, 1e-6);
     }
   });
+
+  it("rowInvariant: a row's delta is bit-identical alone or among 160 rows (past the GEMM and pairing paths)", () => {
+    const random = rng(10);
+    const c = makeCase(random, 160, 64, 40, [16, 8], 0.1);
+    const table = createLoraTable(c.dIn, c.dOut, weights(random, c).native);
+    const x = randomF32(c.n * c.dIn, random);
+    const together = new Float32Array(c.n * c.dOut);
+    loraForward(x, c.n, c.slots, table, together, true);
+    for (let i = 0; i < c.n; i++) {
+      const alone = new Float32Array(c.dOut);
+      loraForward(x.subarray(i * c.dIn, (i + 1) * c.dIn), 1, c.slots.subarray(i, i + 1), table, alone, true);
+      expect(alone).toEqual(together.subarray(i * c.dOut, (i + 1) * c.dOut));
+    }
+  });
 });
 
 describe("multi-LoRA backward", () => {

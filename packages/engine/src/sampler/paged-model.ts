@@ -72,7 +72,7 @@ export class PagedKv {
 }
 
 /**
- * "rows": each row's matmul result is the same whatever else is in the batch,
+ * "rows": each row's matmul and LoRA delta are the same whatever else is in the batch,
  * so a request's logits (and an adapter's training) do not depend on which
  * other requests shared its steps (C5). "auto" is faster for long prefills
  * (OpenBLAS) but rounds differently by batch size.
@@ -94,7 +94,7 @@ function project(
       for (let o = 0; o < p.dOut; o++) row[o] = (row[o] as number) + (p.bias[o] as number);
     }
   }
-  if (table && table.count > 0) loraForward(x, b.n, b.slots, table, y);
+  if (table && table.count > 0) loraForward(x, b.n, b.slots, table, y, matmul === "rows");
 }
 
 function addInto(target: Float32Array, source: Float32Array): void {
@@ -175,6 +175,6 @@ export function pagedForward(
   rmsNorm(last, params.finalNorm.weight, normed, null, m, H, eps);
   const logits = new Float32Array(m * V);
   linear(normed, params.unembed.weight, logits, m, H, V, false, matmul);
-  if (lora?.unembed && m > 0) loraForward(normed, m, lastSlots, lora.unembed, logits);
+  if (lora?.unembed && m > 0) loraForward(normed, m, lastSlots, lora.unembed, logits, matmul === "rows");
   return logits;
 }

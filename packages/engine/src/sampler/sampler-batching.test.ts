@@ -61,6 +61,24 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 const newSampler = () => new Sampler({ base, store, registry, kvCacheBytes: 4 << 20, blockSize: 4 });
 
 describe("batching does not change results", () => {
+  it("batch-invariant: a request's tokens and logprobs are bit-identical alone or in a crowd of its own and another adapter", async () => {
+    const a = (await publish("crowd-a", 8, 301)).handle;
+    const b = (await publish("crowd-b", 4, 302)).handle;
+    const params = { maxTokens: 8, seed: 5, temperature: 1 };
+    const alone = (await newSampler().sample(a, PROMPT, 1, params)).sequences[0];
+    const crowded = newSampler();
+    // 60 more requests: large groups per adapter (the GEMM paths) and m far past the dot-tile threshold.
+    const crowd = Array.from({ length: 60 }, (_, i) =>
+      crowded.sample(i % 2 ? a : b, [...PROMPT.slice(0, 8 + (i % 8)), 40 + i], 2, {
+        ...params,
+        seed: 100 + i,
+      }),
+    );
+    const [mine] = await Promise.all([crowded.sample(a, PROMPT, 1, params), ...crowd]);
+    expect(mine.sequences[0]?.tokens).toEqual(alone?.tokens);
+    expect(mine.sequences[0]?.logprobs).toEqual(alone?.logprobs);
+  });
+
   it("a batch of 8 adapters of different ranks and the base equals each request alone", async () => {
     const handles = ["base"];
     for (let i = 0; i < 8; i++) handles.push((await publish(`rank${i + 1}`, i + 1, 100 + i)).handle);

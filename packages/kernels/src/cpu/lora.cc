@@ -225,7 +225,7 @@ void forward_group_gemm(const LoraShape& s, const float* x, const int32_t* rows,
 }  // namespace
 
 void lora_forward(const LoraShape& s, const float* x, const int32_t* slots, const LoraAdapter* table, int64_t count,
-                  float* y) {
+                  float* y, bool row_invariant) {
   thread_local Groups groups;
   thread_local std::vector<Task> tasks;
   group_rows(slots, s.n, count, groups);
@@ -233,7 +233,7 @@ void lora_forward(const LoraShape& s, const float* x, const int32_t* slots, cons
   for (int64_t a = 0; a < count; ++a) {
     const int64_t begin = groups.offsets[static_cast<size_t>(a)];
     const int64_t end = groups.offsets[static_cast<size_t>(a + 1)];
-    if (end - begin >= kGemmRows) {
+    if (!row_invariant && end - begin >= kGemmRows) {
       // Large groups (prefill, training) one at a time, each GEMM using every core.
       forward_group_gemm(s, x, groups.order.data() + begin, end - begin, table[a], y);
       continue;
@@ -253,11 +253,11 @@ void lora_forward(const LoraShape& s, const float* x, const int32_t* slots, cons
       if (t_buffer.size() < static_cast<size_t>(2 * ad.rank)) t_buffer.resize(static_cast<size_t>(2 * ad.rank));
       float* tv = t_buffer.data();  // [2, rank]
       int64_t k = task.begin;
-      for (; k + 2 <= task.end; k += 2) {
+      for (; !row_invariant && k + 2 <= task.end; k += 2) {
         const int64_t r0 = order[k], r1 = order[k + 1];
         lora_rows_x2(s, ad, x + r0 * s.d_in, x + r1 * s.d_in, tv, tv + ad.rank, y + r0 * s.d_out, y + r1 * s.d_out);
       }
-      if (k < task.end) {
+      for (; k < task.end; ++k) {
         const int64_t row = order[k];
         const float* xr = x + row * s.d_in;
         for (int64_t q = 0; q < ad.rank; ++q) tv[q] = ad.scale * dot(xr, ad.a + q * s.d_in, s.d_in);

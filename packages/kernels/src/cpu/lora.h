@@ -25,9 +25,14 @@ struct LoraShape {
   int64_t n, d_in, d_out;
 };
 
-/** slots[i] ∈ [-1, count): -1 means the row has no adapter. */
+/**
+ * slots[i] ∈ [-1, count): -1 means the row has no adapter. row_invariant: every
+ * row through the one-row path, so its delta does not depend on how many rows
+ * of its adapter share the call (a sampler's batch); otherwise large groups go
+ * through GEMMs and rows are paired, which round differently.
+ */
 void lora_forward(const LoraShape& s, const float* x, const int32_t* slots, const LoraAdapter* table, int64_t count,
-                  float* y);
+                  float* y, bool row_invariant = false);
 
 /** dx may be null (input gradient not needed); grads has `count` entries. */
 void lora_backward(const LoraShape& s, const float* x, const float* dy, const int32_t* slots, const LoraAdapter* table,

@@ -108,17 +108,18 @@ LoraTable* table_arg(const Args& a, size_t i, const char* name) {
   return LoraTable::Unwrap(v.As<Napi::Object>());
 }
 
-// loraForward(x, n, slots, table, y): y[n, dOut] += per-row LoRA deltas of x[n, dIn].
+// loraForward(x, n, slots, table, y, rowInvariant): y[n, dOut] += per-row LoRA deltas of x[n, dIn].
 Napi::Value LoraForward(const Napi::CallbackInfo& info) {
   Args a{info, "loraForward"};
-  a.expect_count(5);
+  a.expect_count(6);
   LoraTable* table = table_arg(a, 3, "table");
   const int64_t n = a.dim(1, "n");
   const float* x = a.f32(0, "x", n * table->d_in());
   const int32_t* slots = a.i32(2, "slots", n);
   check_indices(a, "slots", slots, n, -1, table->count());
   float* y = a.f32(4, "y", n * table->d_out());
-  lora_forward({n, table->d_in(), table->d_out()}, x, slots, table->adapters(), table->count(), y);
+  const bool row_invariant = a.boolean(5, "rowInvariant");
+  lora_forward({n, table->d_in(), table->d_out()}, x, slots, table->adapters(), table->count(), y, row_invariant);
   return info.Env().Undefined();
 }
 

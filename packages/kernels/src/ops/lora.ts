@@ -16,7 +16,14 @@ export interface LoraBinding {
     bs: Float32Array[],
     scales: number[],
   ) => LoraTable;
-  loraForward(x: Float32Array, n: number, slots: Int32Array, table: LoraTable, y: Float32Array): void;
+  loraForward(
+    x: Float32Array,
+    n: number,
+    slots: Int32Array,
+    table: LoraTable,
+    y: Float32Array,
+    rowInvariant: boolean,
+  ): void;
   loraBackward(
     x: Float32Array,
     dy: Float32Array,
@@ -52,6 +59,8 @@ export function createLoraTable(dIn: number, dOut: number, adapters: LoraAdapter
 /**
  * y[n, dOut] += s_a · (x[i] · A_aᵀ) · B_aᵀ for every row i whose slot a ≥ 0
  * (slot -1: no adapter). Rows of any adapters, prefill or decode, mix freely.
+ * rowInvariant: each row's delta is the same however many rows share the call
+ * (for a sampler's batches); otherwise large groups go through faster GEMMs.
  */
 export function loraForward(
   x: Float32Array,
@@ -59,8 +68,9 @@ export function loraForward(
   slots: Int32Array,
   table: LoraTable,
   y: Float32Array,
+  rowInvariant = false,
 ): void {
-  loadNative().loraForward(x, n, slots, table, y);
+  loadNative().loraForward(x, n, slots, table, y, rowInvariant);
 }
 
 /**
