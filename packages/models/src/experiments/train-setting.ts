@@ -95,8 +95,13 @@ export async function trainSetting(
   const ctx: SettingContext = { tokenizer: o.tokenizer, seed: o.seed, steps: o.steps };
   const metric = s.metric ?? "reward/mean";
   const tc = await trainingClient(svc, s, o.baseModel, o.seed);
-  const extra = Object.fromEntries(Object.entries(s.evaluations ?? {}).map(([k, make]) => [k, make(ctx)]));
-  const start = await evaluateNow(tc, { validation: s.validation(ctx), ...extra }, metric, o.seed);
+  // Fresh datasets for each evaluation: an opponent may carry random state between games.
+  const evaluationSets = () => ({
+    validation: s.validation(ctx),
+    ...Object.fromEntries(Object.entries(s.evaluations ?? {}).map(([k, make]) => [k, make(ctx)])),
+  });
+  const extra = Object.keys(s.evaluations ?? {});
+  const start = await evaluateNow(tc, evaluationSets(), metric, o.seed);
   let afterSft: number | undefined;
   if (s.sft) {
     const examples = await s.sft.examples(ctx);
@@ -120,10 +125,10 @@ export async function trainSetting(
     sink: o.sink,
     seed: o.seed,
   });
-  const end = await evaluateNow(tc, { validation: s.validation(ctx), ...extra }, metric, o.seed);
+  const end = await evaluateNow(tc, evaluationSets(), metric, o.seed);
   const last = await svc.registry.latest(svc.team, tc.adapterId);
   const evaluations = Object.fromEntries(
-    Object.keys(extra).map((k) => [k, { start: start[k]?.value ?? 0, end: end[k]?.value ?? 0 }]),
+    extra.map((k) => [k, { start: start[k]?.value ?? 0, end: end[k]?.value ?? 0 }]),
   );
   const summary: RunSummary = {
     setting: s.name,
