@@ -91,21 +91,21 @@ const arithmeticSft: SftPhase = {
   learningRate: 5e-4,
 };
 
+const arithmeticLoraRl: Setting = {
+  name: "arithmetic-lora-rl",
+  description: "single-turn text, LoRA r=16, GRPO (ppo)",
+  train: (ctx) => arith(ctx, "train", ctx.steps),
+  validation: (ctx) => arith(ctx, "validation", 1),
+  lossFn: "ppo",
+  learningRate: 1e-3,
+};
+
 export const SETTINGS: Record<string, Setting> = {
-  "arithmetic-lora-rl": {
-    name: "arithmetic-lora-rl",
-    description: "single-turn text, LoRA r=16, GRPO (ppo)",
-    train: (ctx) => arith(ctx, "train", ctx.steps),
-    validation: (ctx) => arith(ctx, "validation", 1),
-    lossFn: "ppo",
-    learningRate: 1e-3,
-  },
+  "arithmetic-lora-rl": arithmeticLoraRl,
   "arithmetic-full-sft-rl": {
+    ...arithmeticLoraRl,
     name: "arithmetic-full-sft-rl",
     description: "single-turn text, full-parameter: 60 SFT steps on right answers, then GRPO (ppo)",
-    train: (ctx) => arith(ctx, "train", ctx.steps),
-    validation: (ctx) => arith(ctx, "validation", 1),
-    lossFn: "ppo",
     learningRate: 5e-5,
     policy: "full",
     sft: arithmeticSft,
