@@ -11,6 +11,8 @@ const ZWorkerEnv = z.object({
   WORKER_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5000),
   /** Queue jobs run at once (sampling requests batch together up to this). */
   WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(16),
+  /** The queue's poll for jobs it was not told about (retries); new jobs arrive by LISTEN/NOTIFY. */
+  WORKER_POLL_INTERVAL_MS: z.coerce.number().int().min(50).default(2000),
   OPENTINKER_DATA_DIR: z.string().min(1).default(path.resolve(".data")),
   /**
    * Threads of the kernels' pool. A worker shares the machine with Postgres and

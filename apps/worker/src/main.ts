@@ -80,6 +80,7 @@ async function main(): Promise<void> {
     url: env.DATABASE_URL,
     workerId,
     concurrency: env.WORKER_CONCURRENCY,
+    pollIntervalMs: env.WORKER_POLL_INTERVAL_MS,
     taskList,
   });
   console.log(

@@ -3,25 +3,53 @@
 // jobs it held locked can be released to the others (db/placement.ts).
 import { EventEmitter } from "node:events";
 import { type Db, quietQueueLogger } from "@opentinker/db";
-import { type Runner, run, type TaskList, type WorkerEvents } from "graphile-worker";
+import { type Runner, run, type TaskList, type WorkerEvents, type WorkerPool } from "graphile-worker";
+
+/** How long a fetch that found nothing right after a completion waits before trying again (ms). */
+const REFETCH_DELAYS_MS = [2, 10, 40];
+
+/**
+ * graphile-worker fires a job's completion without awaiting it and fetches the
+ * next job at once, so the next job of a named queue (an adapter's next training
+ * call) is still behind the queue's lock and waits for the poll (2 s per call
+ * when calls are pipelined). A fetch that comes back empty right after a
+ * completion is retried a few times within milliseconds instead.
+ */
+function refetchAfterCompletion(events: WorkerEvents, pool: () => WorkerPool | undefined): void {
+  const retries = new Map<string, number>();
+  events.on("job:complete", ({ worker }) => retries.set(worker.workerId, 0));
+  events.on("job:start", ({ worker }) => retries.delete(worker.workerId));
+  events.on("worker:getJob:empty", ({ worker }) => {
+    const attempt = retries.get(worker.workerId);
+    if (attempt === undefined) return;
+    const delay = REFETCH_DELAYS_MS[attempt];
+    if (delay === undefined) return void retries.delete(worker.workerId);
+    retries.set(worker.workerId, attempt + 1);
+    setTimeout(() => pool()?.nudge(1), delay).unref();
+  });
+}
 
 export async function startQueue(
   db: Db,
-  options: { url: string; workerId: string; concurrency: number; taskList: TaskList },
+  options: { url: string; workerId: string; concurrency: number; pollIntervalMs: number; taskList: TaskList },
 ): Promise<Runner> {
   const events = new EventEmitter() as WorkerEvents;
   const ids: string[] = [];
+  let workerPool: WorkerPool | undefined;
   // Jobs are locked by the pool's id (batched fetches) or by a worker's id.
-  events.on("pool:create", ({ workerPool }) => ids.push(workerPool.id));
+  events.on("pool:create", ({ workerPool: created }) => {
+    workerPool = created;
+    ids.push(created.id);
+  });
   events.on("worker:create", ({ worker }) => ids.push(worker.workerId));
+  refetchAfterCompletion(events, () => workerPool);
   const runner = await run({
     connectionString: options.url,
     concurrency: options.concurrency,
     // One connection per concurrent job at most; the jobs' own queries use Prisma's pool.
     maxPoolSize: options.concurrency,
     noHandleSignals: true,
-    // New jobs arrive by LISTEN/NOTIFY; polling only catches retries.
-    pollInterval: 2000,
+    pollInterval: options.pollIntervalMs,
     logger: quietQueueLogger,
     taskList: options.taskList,
     events,
