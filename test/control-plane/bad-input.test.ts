@@ -139,6 +139,82 @@ describe("bad input over HTTP", () => {
     expect(await written()).toEqual(before);
   });
 
+  it("takes JSON types as they are: no string, array or null becomes a number or a boolean", async () => {
+    const before = await written();
+    const adapter = (extra: object) => ({ name: "strict", baseModel: BASE, rank: 2, ...extra });
+    const cases: [object, RegExp][] = [
+      [adapter({ trainAttn: "false" }), /^trainAttn: /],
+      [adapter({ trainUnembed: "no" }), /^trainUnembed: /],
+      [adapter({ rank: "0x10" }), /^rank: /],
+      [adapter({ rank: ["12"] }), /^rank: /],
+      [adapter({ rank: "16" }), /^rank: /],
+      [adapter({ seed: null }), /^seed: /],
+      [adapter({ trainMlp: 1 }), /^trainMlp: /],
+    ];
+    for (const [body, message] of cases) {
+      const response = await cp.api<{ message: string }>(team.key, "POST", "/v1/adapters", body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(response.body.message).toMatch(message);
+    }
+    const fb = await cp.api<{ message: string }>(team.key, "POST", "/v1/training/optim-step", {
+      adapterId,
+      adam: { learningRate: "0.1" },
+    });
+    expect(fb.status).toBe(400);
+    expect(fb.body.message).toMatch(/^adam\.learningRate: /);
+    expect(await written()).toEqual(before);
+  });
+
+  it("parses query strings strictly: decimal numbers, and booleans spelled true or false", async () => {
+    const job = await cp.t.db.job.create({
+      data: { teamId: team.id, adapterId, kind: "SFT", config: {}, status: "SUCCEEDED" },
+    });
+    const route = (query: string) => `/v1/jobs/${job.id}/trajectories?${query}`;
+    expect((await cp.api(team.key, "GET", route("step=0&decode=false"))).status).toBe(200);
+    for (const [query, field] of [
+      ["step=0&decode=no", "decode"],
+      ["step=0&decode=1", "decode"],
+      ["step=0x0", "step"],
+      ["step=", "step"],
+      ["step=0&step=1", "step"],
+    ] as const) {
+      const response = await cp.api<{ message: string }>(team.key, "GET", route(query));
+      expect(response.status, query).toBe(400);
+      expect(response.body.message, query).toMatch(new RegExp(`^${field}: `));
+    }
+    await cp.t.db.job.delete({ where: { id: job.id } });
+  });
+
+  it("refuses deeply nested bodies on every kind of route with 400 naming the field, unparsed", async () => {
+    const before = await written();
+    const deep = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
+    const rest = await cp.api<{ message: string }>(
+      team.key,
+      "POST",
+      "/v1/training/forward-backward",
+      `{"adapterId":"${adapterId}","lossFn":"cross_entropy","data":${deep(5000)}}`,
+    );
+    expect(rest.status).toBe(400);
+    expect(rest.body.message).toMatch(/^data\.0\.0\.0: nested deeper than 64 levels/);
+    const trpc = await fetch(`${cp.url}/api/trpc/adapters.create`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${team.key}`, "content-type": "application/json" },
+      body: `{"name":${deep(5000)}}`,
+    });
+    expect(trpc.status).toBe(400);
+    expect(((await trpc.json()) as { error: { message: string } }).error.message).toMatch(
+      /^name\.0\.0\.0: nested/,
+    );
+    const auth = await fetch(`${cp.url}/api/auth/sign-in`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"email":${deep(5000)}}`,
+    });
+    expect(auth.status).toBe(400);
+    expect(((await auth.json()) as { message: string }).message).toMatch(/^email\.0\.0\.0: nested/);
+    expect(await written()).toEqual(before);
+  });
+
   it("refuses an oversized payload with 413 before reading it all", async () => {
     const before = await written();
     const huge = JSON.stringify({
@@ -158,12 +234,14 @@ describe("bad input over HTTP", () => {
     expect(await written()).toEqual(before);
   });
 
-  it("refuses a body that is not JSON with 415", async () => {
-    const response = await fetch(`${cp.url}/api/v1/adapters`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${team.key}`, "content-type": "text/plain" },
-      body: "name=x",
-    });
-    expect(response.status).toBe(415);
+  it("refuses a body that is not JSON with 415, on the API and the auth routes", async () => {
+    for (const route of ["/api/v1/adapters", "/api/auth/sign-in", "/api/trpc/adapters.create"]) {
+      const response = await fetch(`${cp.url}${route}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${team.key}`, "content-type": "text/plain" },
+        body: JSON.stringify({ name: "x", email: "a@b.c", password: "12345678" }),
+      });
+      expect(response.status, route).toBe(415);
+    }
   });
 });

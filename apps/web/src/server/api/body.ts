@@ -1,7 +1,13 @@
+// Request bodies, read the same way by every API route (REST, tRPC, auth): the
+// size and the nesting depth are capped before anything is parsed, so a hostile
+// body costs a bounded amount of work and is refused with a message that says why.
 import type { IncomingMessage } from "node:http";
 
 /** Request bodies larger than this are refused with 413 before they are parsed. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/** No request of ours nests deeper than a dozen levels; deeper input is refused unparsed. */
+export const MAX_JSON_DEPTH = 64;
 
 export class HttpError extends Error {
   constructor(
@@ -12,8 +18,8 @@ export class HttpError extends Error {
   }
 }
 
-/** Reads and parses a JSON body, naming what was wrong with it. */
-export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
+/** The body as text, refusing more than `limit` bytes (declared or sent). */
+export async function readBodyText(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<string> {
   const declared = Number(req.headers["content-length"] ?? Number.NaN);
   if (declared > limit) throw new HttpError(413, `request body is ${declared} bytes; the limit is ${limit}`);
   const chunks: Buffer[] = [];
@@ -23,11 +29,71 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
     if (size > limit) throw new HttpError(413, `request body is over the limit of ${limit} bytes`);
     chunks.push(chunk as Buffer);
   }
-  const text = Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+type Frame = { kind: "{"; key: string; expectKey: boolean } | { kind: "["; index: number };
+
+/**
+ * Where JSON text first nests deeper than `maxDepth`, as a field path
+ * ("data.0.modelInput", cut to four parts), or null. One pass over the text that
+ * tracks only strings, brackets, keys and indices: nothing is built.
+ */
+export function tooDeepAt(text: string, maxDepth = MAX_JSON_DEPTH): string | null {
+  const frames: Frame[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    const top = frames.at(-1);
+    if (c === '"') {
+      let end = i + 1;
+      while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1;
+      if (top?.kind === "{" && top.expectKey) {
+        top.key = text.slice(i + 1, end);
+        top.expectKey = false;
+      }
+      i = end;
+    } else if (c === "{" || c === "[") {
+      if (frames.length >= maxDepth)
+        return (
+          frames
+            .slice(0, 4)
+            .map((f) => (f.kind === "{" ? f.key : f.index))
+            .join(".") || "body"
+        );
+      frames.push(c === "{" ? { kind: "{", key: "", expectKey: true } : { kind: "[", index: 0 });
+    } else if (c === "}" || c === "]") {
+      frames.pop();
+    } else if (c === "," && top) {
+      if (top.kind === "[") top.index++;
+      else top.expectKey = true;
+    }
+  }
+  return null;
+}
+
+/** Parses JSON text that has passed the depth check; empty text is `{}`. */
+export function parseJsonText(text: string): unknown {
   if (text.trim() === "") return {};
+  const deep = tooDeepAt(text);
+  if (deep !== null) throw new HttpError(400, `${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch (error) {
     throw new HttpError(400, `malformed JSON body: ${(error as Error).message}`);
   }
+}
+
+/** A POST body's media type must be JSON whenever there is a body (415 otherwise). */
+export function requireJsonContentType(req: IncomingMessage): void {
+  const type = req.headers["content-type"] ?? "";
+  const hasBody =
+    Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+  if (hasBody && !/^application\/json\s*(;|$)/i.test(type))
+    throw new HttpError(415, `send the body as JSON with content-type: application/json (got "${type}")`);
+}
+
+/** Reads, checks and parses a JSON body. */
+export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
+  requireJsonContentType(req);
+  return parseJsonText(await readBodyText(req, limit));
 }

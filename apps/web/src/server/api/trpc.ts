@@ -1,14 +1,69 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { appRouter } from "../trpc/router.ts";
-import { MAX_BODY_BYTES } from "./body.ts";
+import {
+  HttpError,
+  MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
+  readBodyText,
+  requireJsonContentType,
+  tooDeepAt,
+} from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
+
+/** An error in tRPC's own wire shape, so the dashboard's client reads it like any other. */
+function sendTrpcError(res: ServerResponse, error: HttpError): void {
+  const code =
+    error.status === 413
+      ? "PAYLOAD_TOO_LARGE"
+      : error.status === 415
+        ? "UNSUPPORTED_MEDIA_TYPE"
+        : "BAD_REQUEST";
+  res.writeHead(error.status, { "content-type": "application/json; charset=utf-8" });
+  res.end(
+    JSON.stringify({
+      error: { message: error.message, code: -32600, data: { code, httpStatus: error.status } },
+    }),
+  );
+}
+
+/**
+ * The body (or a query's `input` parameter) read and checked the same way as
+ * REST's before tRPC sees it: size and nesting depth capped. tRPC then parses
+ * the text we hand it.
+ */
+async function checkedInput(req: IncomingMessage & { body?: unknown }): Promise<void> {
+  if (req.method === "POST") {
+    requireJsonContentType(req);
+    req.body = await readBodyText(req, MAX_BODY_BYTES);
+  }
+  const text =
+    req.method === "POST"
+      ? (req.body as string)
+      : (new URL(req.url ?? "/", "http://localhost").searchParams.get("input") ?? "");
+  const deep = tooDeepAt(text);
+  if (deep !== null) throw new HttpError(400, `${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`);
+}
 
 /** tRPC over HTTP at /api/trpc, for the dashboard's typed client. */
 export function createTrpcHandler(deps: ApiDeps) {
-  return createHTTPHandler({
+  const handler = createHTTPHandler({
     router: appRouter,
     basePath: "/api/trpc/",
     maxBodySize: MAX_BODY_BYTES,
     createContext: contextFactory(deps),
+    onError: ({ error, path }) => {
+      if (error.code === "INTERNAL_SERVER_ERROR")
+        console.error(`web: ${path ?? "trpc"} failed: ${error.cause?.message ?? error.message}`);
+    },
   });
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      await checkedInput(req);
+    } catch (error) {
+      if (error instanceof HttpError) return sendTrpcError(res, error);
+      throw error;
+    }
+    await handler(req, res);
+  };
 }

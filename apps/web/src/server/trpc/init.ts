@@ -10,6 +10,7 @@ import {
 } from "@opentinker/db";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
+import { publicMessage } from "./errors.ts";
 
 export interface Caller {
   teamId: string;
@@ -24,10 +25,17 @@ export interface Context {
   caller: Caller | null;
 }
 
-// isDev off: error responses never carry stack traces.
-const t = initTRPC.context<Context>().meta<OpenApiMeta>().create({ isDev: false });
+// isDev off: error responses never carry stack traces; messages are what a client may see.
+const t = initTRPC
+  .context<Context>()
+  .meta<OpenApiMeta>()
+  .create({
+    isDev: false,
+    errorFormatter: ({ shape, error }) => ({ ...shape, message: publicMessage(error) }),
+  });
 
 export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
 
 /** Translates what our packages throw into the HTTP status a client should see. */
 function asTrpcError(cause: unknown): TRPCError | null {
