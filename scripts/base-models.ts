@@ -5,22 +5,11 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { BaseModelInput } from "@opentinker/db";
-import { loadModelConfig } from "@opentinker/engine";
+import { describeBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import { BUILT_IN_MODELS } from "@opentinker/models";
 
 export const STARTER_MODEL = "tiny-random";
-
-async function describe(name: string, dir: string): Promise<BaseModelInput> {
-  const config = await loadModelConfig(dir);
-  return {
-    name,
-    path: dir,
-    architecture: config.architecture,
-    vocabSize: config.vocabSize,
-    contextLength: config.maxPositionEmbeddings,
-  };
-}
 
 export function parseModelList(value: string | undefined): { name: string; dir: string }[] {
   return (value ?? "")
@@ -38,9 +27,9 @@ export async function baseModels(dataDir: string, list: string | undefined): Pro
   const starter = path.join(dataDir, "models", STARTER_MODEL);
   if (!existsSync(path.join(starter, "config.json")))
     await writeTinyModel(starter, { ...TINY_MODEL, seed: 2 });
-  const models = [await describe(STARTER_MODEL, starter)];
+  const models = [await describeBaseModel(STARTER_MODEL, starter)];
   // Committed with the code: a missing one is a broken checkout, and says so.
-  for (const { name, dir } of BUILT_IN_MODELS) models.push(await describe(name, dir));
-  for (const { name, dir } of parseModelList(list)) models.push(await describe(name, dir));
+  for (const { name, dir } of BUILT_IN_MODELS) models.push(await describeBaseModel(name, dir));
+  for (const { name, dir } of parseModelList(list)) models.push(await describeBaseModel(name, dir));
   return models;
 }

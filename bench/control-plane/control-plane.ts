@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApiKey, createDb, createTeam, type Db, migrate, registerBaseModel } from "@opentinker/db";
-import { type BaseModel, loadBaseModel } from "@opentinker/engine";
+import { type BaseModel, describeBaseModel, loadBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import { type BenchServer, freshDatabase } from "./postgres.ts";
 import { startService } from "./services.ts";
@@ -67,13 +67,7 @@ export class BenchControlPlane {
     const model = await writeTinyModel(path.join(dir, "model"), { ...TINY_MODEL, seed: 2 });
     const db = createDb(url);
     teardown.defer("disconnect", () => db.$disconnect());
-    await registerBaseModel(db, {
-      name: BASE,
-      path: model.dir,
-      architecture: model.config.architecture,
-      vocabSize: model.config.vocabSize,
-      contextLength: model.config.maxPositionEmbeddings,
-    });
+    await registerBaseModel(db, await describeBaseModel(BASE, model.dir));
     const team = await createTeam(db, { slug: "bench", name: "bench" });
     const { key } = await createApiKey(db, team.id, { name: "bench" });
     const trace = options.traceDir

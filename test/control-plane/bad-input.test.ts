@@ -1,7 +1,12 @@
 // Bad input over HTTP: refused with a 4xx whose message names what was wrong,
 // and nothing written.
+import { registerBaseModel } from "@opentinker/db";
+import { describeBaseModel } from "@opentinker/engine";
+import { builtInModel } from "@opentinker/models";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team } from "./harness.ts";
+
+const VL = "opentinker-vl-tiny";
 
 let cp: ControlPlane;
 let team: Team;
@@ -21,6 +26,7 @@ beforeAll(async () => {
   });
   adapterId = adapter.body.id;
   vocab = (await cp.t.db.baseModel.findUniqueOrThrow({ where: { name: BASE } })).vocabSize;
+  await registerBaseModel(cp.t.db, await describeBaseModel(VL, builtInModel(VL).dir));
 }, 60_000);
 afterAll(() => cp?.stop());
 
@@ -137,6 +143,188 @@ describe("bad input over HTTP", () => {
       expect(response.body.message, route).toMatch(message);
     }
     expect(await written()).toEqual(before);
+  });
+
+  it("is checked against the base model and the adapter's own checkpoints before anything is queued", async () => {
+    const before = await written();
+    const context = (await cp.t.db.baseModel.findUniqueOrThrow({ where: { name: BASE } })).contextLength;
+    const image = { type: "image", format: "png", data: "iVBORw0KGgo=", expectedTokens: 4 };
+    const ce = (length: number) => ({
+      modelInput: tokens(Array.from({ length }, (_, i) => i % vocab)),
+      lossFnInputs: {
+        targetTokens: tensor(
+          "int64",
+          Array.from({ length }, () => 1),
+        ),
+        weights: tensor(
+          "float32",
+          Array.from({ length }, () => 1),
+        ),
+      },
+    });
+    const rl = {
+      modelInput: tokens([1, 2]),
+      lossFnInputs: {
+        targetTokens: tensor("int64", [2, 3]),
+        logprobs: tensor("float32", [0, 0]),
+        advantages: tensor("float32", [1, 1]),
+        mask: tensor("float32", [1, 1]),
+      },
+    };
+    const sample = (prompt: unknown, policy: unknown = { baseModel: BASE }) => ({
+      policy,
+      prompt,
+      params: { maxTokens: 2 },
+    });
+    const path = `opentinker://${team.slug}/${adapterId}/state/never-saved`;
+    const cases: [string, unknown, number, RegExp][] = [
+      [
+        "/v1/training/forward-backward",
+        { adapterId, data: [rl], lossFn: "ppo", lossFnConfig: { clipLowThreshold: 1.5 } },
+        400,
+        /^lossFnConfig\.clipLowThreshold: 1\.5 exceeds clipHighThreshold 1\.2/,
+      ],
+      [
+        "/v1/training/forward-backward",
+        {
+          adapterId,
+          data: [rl],
+          lossFn: "ppo",
+          lossFnConfig: { clipLowThreshold: 0.9, clipHighThreshold: 0.5 },
+        },
+        400,
+        /^lossFnConfig\.clipLowThreshold: /,
+      ],
+      [
+        "/v1/training/forward-backward",
+        {
+          adapterId,
+          data: [{ ...ce(2), modelInput: { chunks: [image, ...tokens([1, 2]).chunks] } }],
+          lossFn: "cross_entropy",
+        },
+        400,
+        /^data\.0\.modelInput\.chunks\.0: is an image, but the base model tiny takes no images/,
+      ],
+      [
+        "/v1/training/forward-backward",
+        { adapterId, data: [ce(context + 1)], lossFn: "cross_entropy" },
+        400,
+        new RegExp(`^data\\.0\\.modelInput: has ${context + 1} positions; at most ${context} fit`),
+      ],
+      [
+        "/v1/sampling/sample",
+        sample({ chunks: [image] }),
+        400,
+        /^prompt\.chunks\.0: is an image, but the base model tiny/,
+      ],
+      [
+        "/v1/sampling/sample",
+        sample({ chunks: [{ ...image, expectedTokens: 3 }] }, { baseModel: VL }),
+        400,
+        /^prompt\.chunks\.0\.expectedTokens: is 3, but the base model opentinker-vl-tiny gives an image \d+ positions/,
+      ],
+      ["/v1/sampling/sample", sample({ chunks: [] }), 400, /^prompt: is empty/],
+      ["/v1/sampling/sample", sample(tokens([])), 400, /^prompt: is empty/],
+      [
+        "/v1/sampling/sample",
+        sample(tokens(Array.from({ length: context }, () => 1))),
+        400,
+        new RegExp(`^prompt: has ${context} positions; at most ${context - 1} fit`),
+      ],
+      [
+        "/v1/sampling/compute-logprobs",
+        { policy: { baseModel: BASE }, sequence: tokens([1]) },
+        400,
+        /^sequence: has 1 positions; needs at least 2/,
+      ],
+      [
+        "/v1/sampling/compute-logprobs",
+        { policy: { baseModel: BASE }, sequence: tokens(Array.from({ length: 16_384 }, () => 1)) },
+        400,
+        /^sequence: has 16384 positions; at most \d+ fit/,
+      ],
+      ["/v1/training/save-state", { adapterId, name: "../escape" }, 400, /^name: /],
+      ["/v1/training/save-state", { adapterId, name: "a/b" }, 400, /^name: /],
+      ["/v1/training/save-state", { adapterId, name: 'quote"d' }, 400, /^name: /],
+      ["/v1/training/save-state", { adapterId, name: "a..b" }, 400, /^name: must not contain '\.\.'/],
+      ["/v1/training/save-weights-for-sampler", { adapterId, name: "../x" }, 400, /^name: /],
+      ["/v1/training/load-state", { adapterId, path: "/etc/passwd" }, 400, /^path: expected opentinker:\/\//],
+      [
+        "/v1/training/load-state",
+        { adapterId, path: `opentinker://${team.slug}/${adapterId}/state/../../etc` },
+        400,
+        /^path: /,
+      ],
+      ["/v1/training/load-state", { adapterId, path }, 404, /^checkpoint .* not found/],
+    ];
+    for (const [route, body, status, message] of cases) {
+      const response = await cp.api<{ message: string }>(team.key, "POST", route, body);
+      expect(response.status, `${route} ${JSON.stringify(body).slice(0, 120)}`).toBe(status);
+      expect(response.body.message, route).toMatch(message);
+    }
+    expect(await written()).toEqual(before);
+  });
+
+  it("reports a vision-language base model as such, with the positions an image takes", async () => {
+    const models = await cp.api<{ name: string; visionLanguage: boolean; imageTokens: number | null }[]>(
+      team.key,
+      "GET",
+      "/v1/models",
+    );
+    expect(models.body.find((m) => m.name === VL)).toMatchObject({ visionLanguage: true, imageTokens: 16 });
+    expect(models.body.find((m) => m.name === BASE)).toMatchObject({
+      visionLanguage: false,
+      imageTokens: null,
+    });
+  });
+
+  it("refuses a job bigger than the team's quota allows, naming the field and the limit", async () => {
+    const before = await written();
+    const env = await cp.t.db.environment.create({
+      data: { teamId: team.id, name: "quota-env", kind: "BUILTIN", builtin: "arithmetic" },
+    });
+    const rl = (config: object) => ({ kind: "RL", adapterId, environmentId: env.id, config });
+    const cases: [object, RegExp][] = [
+      [
+        rl({ steps: 10, groupsPerStep: 1024, groupSize: 256 }),
+        /^config\.groupsPerStep × config\.groupSize: the job would take 262144, more than the team's maxSequencesPerStep \(512\)/,
+      ],
+      [
+        rl({ steps: 100_000 }),
+        /^config\.steps: the job would take 100000, more than the team's maxJobSteps \(10000\)/,
+      ],
+      [
+        rl({ steps: 10, validation: { every: 1, groups: 1000 } }),
+        /^config\.validation\.groups: the job would take 1000/,
+      ],
+      [
+        { kind: "EVAL", adapterId, environmentId: env.id, config: { groups: 4096, groupSize: 256 } },
+        /^config\.groups × config\.groupSize: /,
+      ],
+      [
+        {
+          kind: "SFT",
+          adapterId,
+          config: {
+            conversations: [{ messages: [{ role: "user", content: "hi" }] }],
+            epochs: 1000,
+            batchSize: 4096,
+          },
+        },
+        /^config\.batchSize: the job would take 4096/,
+      ],
+      [
+        { kind: "EVAL", adapterId, environmentId: env.id, config: { handle: "not-a-handle" } },
+        /^config\.handle: /,
+      ],
+    ];
+    for (const [body, message] of cases) {
+      const response = await cp.api<{ message: string }>(team.key, "POST", "/v1/jobs", body);
+      expect(response.status, JSON.stringify(body).slice(0, 100)).toBe(400);
+      expect(response.body.message).toMatch(message);
+    }
+    await cp.t.db.environment.delete({ where: { id: env.id } });
+    expect((await written()).slice(0, 3)).toEqual(before.slice(0, 3));
   });
 
   it("takes JSON types as they are: no string, array or null becomes a number or a boolean", async () => {

@@ -10,7 +10,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApiKey, createTeam, RequestWaiter, registerBaseModel } from "@opentinker/db";
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
+import { describeBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+import { AccessWatch } from "../../apps/web/src/server/api/access.ts";
 import { createRequestListener } from "../../apps/web/src/server/http.ts";
 
 const WORKER_MAIN = fileURLToPath(new URL("../../apps/worker/src/main.ts", import.meta.url));
@@ -47,6 +49,7 @@ export class ControlPlane {
     readonly url: string,
     private readonly server: Server,
     private readonly waiter: RequestWaiter,
+    private readonly access: AccessWatch,
   ) {}
 
   static async start(options: { modelSeed?: number } = {}): Promise<ControlPlane> {
@@ -57,18 +60,14 @@ export class ControlPlane {
       ...TINY_MODEL,
       seed: options.modelSeed ?? 2,
     });
-    await registerBaseModel(t.db, {
-      name: BASE,
-      path: model.dir,
-      architecture: model.config.architecture,
-      vocabSize: model.config.vocabSize,
-      contextLength: model.config.maxPositionEmbeddings,
-    });
+    await registerBaseModel(t.db, await describeBaseModel(BASE, model.dir));
     const waiter = new RequestWaiter(t.db, t.url);
+    const access = new AccessWatch(t.url);
+    await access.start();
     const server = createServer(createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET }));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return new ControlPlane(t, dir, url, server, waiter);
+    return new ControlPlane(t, dir, url, server, waiter, access);
   }
 
   /** Starts a worker process and waits until it takes work. */
@@ -152,6 +151,7 @@ export class ControlPlane {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
     await this.waiter.close();
+    await this.access.close();
     await this.t.drop();
     await rm(this.dir, { recursive: true, force: true });
   }

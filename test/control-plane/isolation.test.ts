@@ -1,7 +1,8 @@
 // Tenancy: with team A's key, every procedure given one of team B's ids or
 // handles answers "not found" and changes nothing of B's.
+import { enqueueSamplingRequest, tasks } from "@opentinker/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE, ControlPlane, type Team } from "./harness.ts";
+import { BASE, ControlPlane, type Team, until } from "./harness.ts";
 
 let cp: ControlPlane;
 let a: Team;
@@ -136,6 +137,11 @@ describe("team isolation", () => {
         { kind: "RL", adapterId, environmentId: mine.environmentId, config: { steps: 1 } },
       ],
       ["POST", "/v1/jobs", { kind: "RL", adapterId: mine.adapterId, environmentId, config: { steps: 1 } }],
+      [
+        "POST",
+        "/v1/jobs",
+        { kind: "EVAL", adapterId: mine.adapterId, environmentId: mine.environmentId, config: { handle } },
+      ],
       ["GET", `/v1/jobs/${jobId}`],
       ["POST", `/v1/jobs/${jobId}/cancel`],
       ["GET", `/v1/jobs/${jobId}/metrics`],
@@ -156,6 +162,86 @@ describe("team isolation", () => {
     // B's own key still sees all of it.
     expect((await cp.api(b.key, "GET", `/v1/jobs/${jobId}`)).status).toBe(200);
   }, 60_000);
+
+  it("a worker resolves a handle within the caller's team, even for work that bypassed the API", async () => {
+    const before = await fingerprint(b.id);
+    // An EVAL job of team A naming team B's snapshot, written straight into the database.
+    const job = await cp.t.db.job.create({
+      data: {
+        teamId: a.id,
+        adapterId: mine.adapterId,
+        environmentId: mine.environmentId,
+        kind: "EVAL",
+        config: { handle: theirs.handle, groups: 2 },
+      },
+    });
+    await cp.t.db
+      .$executeRaw`SELECT graphile_worker.add_job(${tasks.job}, json_build_object('jobId', ${job.id}::text))`;
+    const base = await cp.t.db.baseModel.findUniqueOrThrow({ where: { name: BASE } });
+    const sample = await enqueueSamplingRequest(cp.t.db, a.id, {
+      kind: "SAMPLE",
+      baseModelId: base.id,
+      adapterId: null,
+      payload: { policy: { handle: theirs.handle }, prompt: datum.modelInput, params: { maxTokens: 2 } },
+    });
+    const failed = await until(async () => {
+      const row = await cp.t.db.job.findUniqueOrThrow({ where: { id: job.id } });
+      return row.finishedAt ? row : undefined;
+    }, "the job to end");
+    expect(failed.status).toBe("FAILED");
+    expect(failed.error).toMatch(/unknown policy handle/);
+    expect(await cp.t.db.trajectory.count({ where: { jobId: job.id } })).toBe(0);
+    const request = await until(async () => {
+      const row = await cp.t.db.request.findUniqueOrThrow({ where: { id: sample.requestId } });
+      return row.finishedAt ? row : undefined;
+    }, "the sampling call to end");
+    expect(request.status).toBe("FAILED");
+    expect(request.error).toMatch(/unknown policy handle/);
+    expect(await fingerprint(b.id)).toBe(before);
+  }, 60_000);
+
+  it("answers 401, and never an internal message, to a key whose team was deleted while it was remembered", async () => {
+    const gone = await cp.team("team-gone");
+    const adapter = await cp.api<{ id: string }>(gone.key, "POST", "/v1/adapters", {
+      name: "doomed",
+      baseModel: BASE,
+      rank: 2,
+    });
+    expect(adapter.status).toBe(200);
+    // As in a web process that has not heard the revocation yet: the key stays remembered.
+    await cp.t.db.$executeRaw`ALTER TABLE "ApiKey" DISABLE TRIGGER "ApiKey_revoked"`;
+    try {
+      await cp.t.db.team.delete({ where: { id: gone.id } });
+      const calls: [string, string, unknown?][] = [
+        ["POST", "/v1/adapters", { name: "after", baseModel: BASE, rank: 2 }],
+        ["POST", "/v1/environments", { name: "e", kind: "BUILTIN", builtin: "arithmetic" }],
+        ["POST", "/v1/api-keys", { name: "k" }],
+        [
+          "POST",
+          "/v1/sampling/sample",
+          { policy: { baseModel: BASE }, prompt: datum.modelInput, params: { maxTokens: 2 } },
+        ],
+        ["POST", "/v1/training/optim-step", { adapterId: adapter.body.id }],
+        [
+          "POST",
+          "/v1/jobs",
+          {
+            kind: "SFT",
+            adapterId: adapter.body.id,
+            config: { conversations: [{ messages: [{ role: "user", content: "x" }] }] },
+          },
+        ],
+        ["GET", `/v1/adapters/${adapter.body.id}`],
+      ];
+      for (const [method, route, body] of calls) {
+        const response = await cp.api<{ message: string }>(gone.key, method, route, body);
+        expect(response.status, `${method} ${route}: ${JSON.stringify(response.body)}`).toBe(401);
+        expect(response.body.message).toMatch(/^missing, unknown or revoked API key/);
+      }
+    } finally {
+      await cp.t.db.$executeRaw`ALTER TABLE "ApiKey" ENABLE TRIGGER "ApiKey_revoked"`;
+    }
+  });
 
   it("refuses a missing, malformed or revoked key with 401", async () => {
     expect((await cp.api(null, "GET", "/v1/adapters")).status).toBe(401);

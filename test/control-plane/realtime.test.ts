@@ -4,21 +4,26 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
+  addMember,
   createAdapter,
   createApiKey,
   createJob,
   createTeam,
+  createUser,
   finishJob,
   METRICS_CHANNEL,
   RequestWaiter,
   recordJobStep,
   registerBaseModel,
   registerWorker,
+  setUserPassword,
   startJob,
 } from "@opentinker/db";
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
 import { io, type Socket } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AccessWatch } from "../../apps/web/src/server/api/access.ts";
+import { forgetAuthenticatedKeys } from "../../apps/web/src/server/api/context.ts";
 import { createRequestListener } from "../../apps/web/src/server/http.ts";
 import type {
   ClientToServerEvents,
@@ -35,13 +40,14 @@ let t: TestDatabase;
 let server: Server;
 let waiter: RequestWaiter;
 let relay: MetricsRelay;
+let access: AccessWatch;
 let url: string;
 const clients: Client[] = [];
 
 async function team(slug: string) {
   const row = await createTeam(t.db, { slug, name: slug });
-  const { key } = await createApiKey(t.db, row.id, { name: "test" });
-  return { id: row.id, key };
+  const { id: keyId, key } = await createApiKey(t.db, row.id, { name: "test" });
+  return { id: row.id, key, keyId };
 }
 
 async function job(teamId: string, name: string) {
@@ -50,10 +56,11 @@ async function job(teamId: string, name: string) {
   return createJob(t.db, teamId, { adapterId: adapter.id, kind: "RL", config: {} });
 }
 
-function client(options: { apiKey?: string; header?: string } = {}): Client {
+function client(options: { apiKey?: string; header?: string; cookie?: string } = {}): Client {
   const socket: Client = io(url, {
     auth: options.apiKey ? { apiKey: options.apiKey } : {},
     ...(options.header ? { extraHeaders: { authorization: options.header } } : {}),
+    ...(options.cookie ? { extraHeaders: { cookie: options.cookie } } : {}),
     transports: ["websocket"],
     reconnection: false,
     forceNew: true,
@@ -106,7 +113,9 @@ beforeAll(async () => {
   });
   waiter = new RequestWaiter(t.db, t.url);
   server = createServer(createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET }));
-  relay = await attachMetricsRelay(server, { db: t.db, url: t.url, sessionSecret: SESSION_SECRET });
+  access = new AccessWatch(t.url);
+  await access.start();
+  relay = await attachMetricsRelay(server, { db: t.db, url: t.url, sessionSecret: SESSION_SECRET, access });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -114,6 +123,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const socket of clients) socket.disconnect();
   await relay?.close();
+  await access?.close();
   await new Promise<void>((resolve) => server?.close(() => resolve()));
   await waiter?.close();
   await t?.drop();
@@ -224,5 +234,76 @@ describe("job rooms", () => {
       ok: false,
       error: "send { jobId: string }",
     });
+  });
+});
+
+/** Resolves when the server drops the socket (not the client itself). */
+const dropped = (socket: Client) =>
+  new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the socket was not dropped within 10s")), 10_000);
+    socket.once("disconnect", (reason) => {
+      clearTimeout(timer);
+      resolve(reason);
+    });
+  });
+
+describe("revoked access", () => {
+  it("drops an open connection when its API key is revoked, by this process or any other", async () => {
+    const f = await team("team-f");
+    const fJob = await job(f.id, "f-adapter");
+    const socket = await connected(client({ apiKey: f.key }));
+    expect((await socket.emitWithAck("subscribe", { jobId: fJob.id })).ok).toBe(true);
+    const gone = dropped(socket);
+    // Revoked straight in the database, as another web process would.
+    await t.db.apiKey.update({ where: { id: f.keyId }, data: { revokedAt: new Date() } });
+    expect(await gone).toBe("io server disconnect");
+    await expect(connected(client({ apiKey: f.key }))).rejects.toThrow(/revoked API key/);
+  });
+
+  it("drops a dashboard connection when its user leaves the team or signs out", async () => {
+    const g = await team("team-g");
+    const user = await createUser(t.db, { email: "grace@example.com", name: "Grace" });
+    await setUserPassword(t.db, user.id, "correct horse battery");
+    await addMember(t.db, g.id, user.id);
+    const signIn = async () => {
+      const response = await fetch(`${url}/api/auth/sign-in`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: "grace@example.com", password: "correct horse battery" }),
+      });
+      return (response.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    };
+    const cookie = await signIn();
+    const leaving = await connected(client({ cookie }));
+    const gone = dropped(leaving);
+    await t.db.membership.deleteMany({ where: { teamId: g.id, userId: user.id } });
+    expect(await gone).toBe("io server disconnect");
+
+    await addMember(t.db, g.id, user.id);
+    const second = await signIn();
+    const signingOut = await connected(client({ cookie: second }));
+    const out = dropped(signingOut);
+    await fetch(`${url}/api/auth/sign-out`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie: second },
+      body: "{}",
+    });
+    expect(await out).toBe("io server disconnect");
+  });
+
+  it("checks the key again on every subscribe, even if the revocation was never announced", async () => {
+    const h = await team("team-h");
+    const hJob = await job(h.id, "h-adapter");
+    const socket = await connected(client({ apiKey: h.key }));
+    await t.db.$executeRaw`ALTER TABLE "ApiKey" DISABLE TRIGGER "ApiKey_revoked"`;
+    try {
+      await t.db.apiKey.update({ where: { id: h.keyId }, data: { revokedAt: new Date() } });
+      // As after the key cache's lifetime: only the subscribe's own check can refuse now.
+      forgetAuthenticatedKeys();
+      const answer = await socket.emitWithAck("subscribe", { jobId: hJob.id });
+      expect(answer).toEqual({ ok: false, error: expect.stringMatching(/revoked API key/) });
+    } finally {
+      await t.db.$executeRaw`ALTER TABLE "ApiKey" ENABLE TRIGGER "ApiKey_revoked"`;
+    }
   });
 });

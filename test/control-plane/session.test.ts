@@ -60,15 +60,70 @@ describe("dashboard session", () => {
 
     const toOther = await post("/api/auth/team", { teamId: other.id }, cookie);
     expect(toOther.status).toBe(404);
+    // The session itself acts for the new team: the same cookie now sees team B's objects.
     const toB = await post("/api/auth/team", { teamId: b.id }, cookie);
     expect(toB.status).toBe(200);
-    const cookieB = (toB.headers.get("set-cookie") ?? "").split(";")[0] as string;
-    expect((await (await get("/api/v1/adapters", cookieB)).json()) as unknown[]).toEqual([]);
+    expect((await (await get("/api/v1/adapters", cookie)).json()) as unknown[]).toEqual([]);
 
-    const out = await post("/api/auth/sign-out", {}, cookieB);
+    const out = await post("/api/auth/sign-out", {}, cookie);
     const cleared = (out.headers.get("set-cookie") ?? "").split(";")[0] as string;
     expect((await get("/api/v1/adapters", cleared)).status).toBe(401);
     expect(await (await get("/api/auth/session", cleared)).json()).toEqual({ signedIn: false });
+  });
+
+  it("ends the session on the server at sign-out: a copy of the old cookie is refused everywhere", async () => {
+    const signed = await post("/api/auth/sign-in", {
+      email: "ada@example.com",
+      password: "correct horse battery",
+    });
+    const cookie = (signed.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    expect((await get("/api/v1/adapters", cookie)).status).toBe(200);
+    const sessions = () =>
+      cp.t.db.session.count({ where: { membership: { user: { email: "ada@example.com" } } } });
+    const before = await sessions();
+    expect((await post("/api/auth/sign-out", {}, cookie)).status).toBe(200);
+    expect(await sessions()).toBe(before - 1);
+    expect((await get("/api/v1/adapters", cookie)).status).toBe(401);
+    expect(
+      (await fetch(`${cp.url}/api/trpc/adapters.list?input=%7B%7D`, { headers: { cookie } })).status,
+    ).toBe(401);
+    expect(await (await get("/api/auth/session", cookie)).json()).toEqual({ signedIn: false });
+    expect((await post("/api/auth/team", { teamId: b.id }, cookie)).status).toBe(401);
+  });
+
+  it("refuses a valid cookie with anything appended or cut, and auth bodies that are not strict JSON", async () => {
+    const signed = await post("/api/auth/sign-in", {
+      email: "ada@example.com",
+      password: "correct horse battery",
+    });
+    const cookie = (signed.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    expect((await get("/api/v1/adapters", cookie)).status).toBe(200);
+    for (const bad of [
+      `${cookie}junk`,
+      `${cookie}0`,
+      `${cookie}~2`,
+      cookie.slice(0, -1),
+      `${cookie}; ${cookie}`,
+    ]) {
+      expect((await get("/api/v1/adapters", bad)).status, bad.slice(-12)).toBe(401);
+      expect(await (await get("/api/auth/session", bad)).json()).toEqual({ signedIn: false });
+    }
+    const plain = await fetch(`${cp.url}/api/auth/sign-in`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: JSON.stringify({ email: "ada@example.com", password: "correct horse battery" }),
+    });
+    expect(plain.status).toBe(415);
+    const extra = await post("/api/auth/sign-in", {
+      email: "ada@example.com",
+      password: "correct horse battery",
+      admin: true,
+    });
+    expect(extra.status).toBe(400);
+    expect(((await extra.json()) as { message: string }).message).toMatch(/admin|Unrecognized/);
+    const typed = await post("/api/auth/sign-in", { email: ["ada@example.com"], password: "x" });
+    expect(typed.status).toBe(400);
+    expect(((await typed.json()) as { message: string }).message).toMatch(/^email: /);
   });
 
   it("ends access when the membership is removed, and ignores a tampered cookie", async () => {

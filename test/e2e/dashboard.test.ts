@@ -46,7 +46,7 @@ describe("dashboard", () => {
     await page.getByLabel("Kind").selectOption("RL");
     await page.getByLabel("Adapter").selectOption({ label: "e2e-adapter (tiny-random)" });
     await page.getByLabel("Environment").selectOption({ label: "arith (arithmetic)" });
-    await page.getByLabel("Steps").fill("20000");
+    await page.getByLabel("Steps").fill("5000");
     await page.getByLabel("Group size").fill("4");
     // The starter model is untrained: every group scores alike, so train on those too.
     await page.getByLabel("Drop constant groups").uncheck();

@@ -7,6 +7,11 @@ const ZWebEnv = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** Seals dashboard session cookies; npm start generates one and keeps it in the data directory. */
   OPENTINKER_SESSION_SECRET: z.string().min(32, "OPENTINKER_SESSION_SECRET must be at least 32 characters"),
+  /** "1": session cookies are Secure (serve over HTTPS). */
+  OPENTINKER_SECURE_COOKIES: z
+    .enum(["0", "1"])
+    .default("0")
+    .transform((v) => v === "1"),
 });
 
 export type WebEnv = z.infer<typeof ZWebEnv>;

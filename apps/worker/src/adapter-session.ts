@@ -12,13 +12,15 @@ import {
   stateFiles,
   Trainer,
 } from "@opentinker/engine";
-import type {
-  AdamParamsInput,
-  Datum,
-  ForwardBackwardOutput,
-  LossFn,
-  LossFnConfig,
-  OptimStepOutput,
+import {
+  type AdamParamsInput,
+  type Datum,
+  type ForwardBackwardOutput,
+  formatStatePath,
+  type LossFn,
+  type LossFnConfig,
+  type OptimStepOutput,
+  parseStatePath,
 } from "@opentinker/protocol";
 import type { EngineHost } from "./engine-host.ts";
 
@@ -36,13 +38,6 @@ export interface AdapterRow {
   team: { slug: string };
 }
 
-/** `opentinker://<team>/<adapter>/state/<name>`: what saveState returns and loadState takes. */
-export function statePath(teamSlug: string, adapterId: string, name: string): string {
-  return `opentinker://${teamSlug}/${adapterId}/state/${name}`;
-}
-
-const STATE_PATH = /^opentinker:\/\/[a-z0-9][a-z0-9-]*\/([A-Za-z0-9_-]+)\/state\/(.+)$/;
-
 export class AdapterSession {
   private readonly trainer: Trainer;
 
@@ -54,9 +49,9 @@ export class AdapterSession {
     this.trainer = new Trainer(policy);
   }
 
-  static async open(host: EngineHost, adapterId: string): Promise<AdapterSession> {
-    const adapter = await host.db.adapter.findUnique({
-      where: { id: adapterId },
+  static async open(host: EngineHost, teamId: string, adapterId: string): Promise<AdapterSession> {
+    const adapter = await host.db.adapter.findFirst({
+      where: { id: adapterId, teamId },
       include: { team: { select: { slug: true } } },
     });
     if (!adapter) throw new RangeError(`adapter ${adapterId} not found`);
@@ -74,7 +69,7 @@ export class AdapterSession {
           });
     const session = new AdapterSession(host, adapter, policy);
     const last = await host.db.checkpoint.findFirst({
-      where: { adapterId },
+      where: { teamId, adapterId },
       orderBy: [{ step: "desc" }, { createdAt: "desc" }],
     });
     if (last) await session.restore(last);
@@ -154,19 +149,24 @@ export class AdapterSession {
       await this.host.store.delete(stored.path);
       throw error;
     }
-    return { path: statePath(this.adapter.team.slug, this.adapter.id, name), step: this.policy.step };
+    return { path: this.statePath(name), step: this.policy.step };
+  }
+
+  /** What saveState returns for a checkpoint of this adapter. */
+  statePath(name: string): string {
+    return formatStatePath({ team: this.adapter.team.slug, adapter: this.adapter.id, name });
   }
 
   /** Restores a checkpoint of this adapter, named by the path saveState returned. */
   async loadState(path: string): Promise<void> {
-    const match = STATE_PATH.exec(path);
-    if (!match || match[1] !== this.adapter.id)
-      throw new RangeError(`loadState: ${path} is not a checkpoint of adapter ${this.adapter.id}`);
-    const checkpoint = await this.host.db.checkpoint.findUnique({
-      where: { adapterId_name: { adapterId: this.adapter.id, name: match[2] as string } },
-    });
-    if (!checkpoint)
-      throw new RangeError(`loadState: adapter ${this.adapter.id} has no checkpoint named "${match[2]}"`);
+    const state = parseStatePath(path);
+    const own = state?.team === this.adapter.team.slug && state.adapter === this.adapter.id;
+    const checkpoint = own
+      ? await this.host.db.checkpoint.findFirst({
+          where: { teamId: this.adapter.teamId, adapterId: this.adapter.id, name: state.name },
+        })
+      : null;
+    if (!checkpoint) throw new RangeError(`loadState: checkpoint ${path} not found`);
     await this.restore(checkpoint);
     await this.host.db.adapter.update({ where: { id: this.adapter.id }, data: { step: this.policy.step } });
   }

@@ -3,12 +3,15 @@
 // training state of the adapters placed on it.
 import type { Db } from "@opentinker/db";
 import {
+  BASE_KEY,
   type BaseModel,
   LocalSnapshotStore,
   loadBaseModel,
+  type PolicySource,
   Sampler,
   type SnapshotStore,
 } from "@opentinker/engine";
+import type { PolicyRef } from "@opentinker/protocol";
 import { AdapterSession } from "./adapter-session.ts";
 import { DbSnapshotRegistry } from "./db-registry.ts";
 
@@ -89,15 +92,22 @@ export class EngineHost {
     return sampler;
   }
 
-  /** The adapter's training state here, restored from its last checkpoint on first use. */
-  session(adapterId: string): Promise<AdapterSession> {
+  /** What a team's sampling call names, resolved within that team: the base, or the team's snapshot. */
+  async policySource(teamId: string, policy: PolicyRef): Promise<PolicySource> {
+    return "handle" in policy ? this.registry.resolveInTeam(teamId, policy.handle) : BASE_KEY;
+  }
+
+  /** A team's adapter's training state here, restored from its last checkpoint on first use. */
+  async session(teamId: string, adapterId: string): Promise<AdapterSession> {
     let session = this.sessions.get(adapterId);
     if (!session) {
-      session = AdapterSession.open(this, adapterId);
+      session = AdapterSession.open(this, teamId, adapterId);
       session.catch(() => this.sessions.delete(adapterId));
       this.sessions.set(adapterId, session);
     }
-    return session;
+    const opened = await session;
+    if (opened.adapter.teamId !== teamId) throw new RangeError(`adapter ${adapterId} not found`);
+    return opened;
   }
 
   /** Set on SIGTERM: long-running jobs checkpoint and hand over at their next step. */

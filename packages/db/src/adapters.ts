@@ -1,3 +1,4 @@
+import { modelLimitsSelect } from "./base-models.ts";
 import type { DbTx } from "./client.ts";
 import type { AdapterKind } from "./generated/prisma/client.ts";
 import { adapterSelect } from "./selects.ts";
@@ -33,4 +34,21 @@ export function getAdapter(db: DbTx, teamId: string, adapterId: string) {
 export async function deleteAdapter(db: DbTx, teamId: string, adapterId: string): Promise<boolean> {
   const { count } = await db.adapter.deleteMany({ where: { id: adapterId, teamId } });
   return count === 1;
+}
+
+/** The base model an adapter of this team trains over (its limits), or null. */
+export async function adapterBaseModel(db: DbTx, teamId: string, adapterId: string) {
+  const row = await db.adapter.findFirst({
+    where: { id: adapterId, teamId },
+    select: { baseModel: { select: modelLimitsSelect } },
+  });
+  return row?.baseModel ?? null;
+}
+
+/** A checkpoint of this team's adapter by name, or null. */
+export function findCheckpoint(db: DbTx, teamId: string, adapterId: string, name: string) {
+  return db.checkpoint.findFirst({
+    where: { teamId, adapterId, name },
+    select: { id: true, name: true, step: true, path: true, checksum: true },
+  });
 }

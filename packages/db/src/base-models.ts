@@ -7,8 +7,19 @@ export interface BaseModelInput {
   vocabSize: number;
   contextLength: number;
   visionLanguage?: boolean;
+  /** Positions one image takes (vision-language models). */
+  imageTokens?: number | null;
   checksum?: string;
 }
+
+/** What a call's inputs are checked against (protocol's ModelLimits), plus the row's id. */
+export const modelLimitsSelect = {
+  id: true,
+  name: true,
+  vocabSize: true,
+  contextLength: true,
+  imageTokens: true,
+} as const;
 
 /** Base models are shared by every team; registering one again updates it. */
 export function registerBaseModel(db: DbTx, input: BaseModelInput) {
@@ -17,4 +28,8 @@ export function registerBaseModel(db: DbTx, input: BaseModelInput) {
 
 export function listBaseModels(db: DbTx) {
   return db.baseModel.findMany({ orderBy: { name: "asc" } });
+}
+
+export function getBaseModelLimits(db: DbTx, name: string) {
+  return db.baseModel.findUnique({ where: { name }, select: modelLimitsSelect });
 }

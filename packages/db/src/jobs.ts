@@ -1,9 +1,8 @@
 import type { Db, DbTx } from "./client.ts";
+import { NotFoundError, QuotaExceededError, UnknownTeamError } from "./errors.ts";
 import type { JobKind, Prisma } from "./generated/prisma/client.ts";
 import { tasks } from "./queue-names.ts";
-import { QuotaExceededError } from "./requests.ts";
 import { jobSelect } from "./selects.ts";
-import { NotFoundError } from "./snapshots.ts";
 
 export interface CreateJobInput {
   adapterId: string;
@@ -12,8 +11,34 @@ export interface CreateJobInput {
   config: Prisma.InputJsonValue;
 }
 
+/** What a team's quota bounds of a job (protocol's jobSize), with the field that sets each. */
+export interface JobSize {
+  steps: { value: number; field: string };
+  sequencesPerStep: { value: number; field: string };
+}
+
+export interface EnqueueJobInput extends CreateJobInput {
+  size: JobSize;
+  /** A snapshot the job samples (EVAL): it must be the team's, over the adapter's base model. */
+  handle?: string;
+}
+
 export function createJob(db: DbTx, teamId: string, input: CreateJobInput) {
   return db.job.create({ data: { ...input, teamId }, select: jobSelect });
+}
+
+type QuotaRow = { maxConcurrentJobs: number; maxJobSteps: number; maxSequencesPerStep: number };
+
+function checkJobSize(size: JobSize, team: QuotaRow): void {
+  for (const [dimension, limit, quota] of [
+    [size.steps, team.maxJobSteps, "maxJobSteps"],
+    [size.sequencesPerStep, team.maxSequencesPerStep, "maxSequencesPerStep"],
+  ] as const) {
+    if (dimension.value > limit)
+      throw new RangeError(
+        `${dimension.field}: the job would take ${dimension.value}, more than the team's ${quota} (${limit})`,
+      );
+  }
 }
 
 export function getJob(db: DbTx, teamId: string, jobId: string) {
@@ -37,36 +62,64 @@ export async function requestJobCancel(db: DbTx, teamId: string, jobId: string):
  * Creates a job and queues it for a worker, in one transaction: the team's
  * concurrent-job quota holds exactly, and an adapter runs one job at a time.
  */
-export function enqueueJob(db: Db, teamId: string, input: CreateJobInput) {
+export function enqueueJob(db: Db, teamId: string, input: EnqueueJobInput) {
+  const { size, handle, ...job } = input;
   return db.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`jobs:${teamId}`}))`;
-    const team = await tx.team.findUnique({ where: { id: teamId }, select: { maxConcurrentJobs: true } });
-    if (!team) throw new NotFoundError(`team ${teamId} not found`);
+    const team = await tx.team.findUnique({
+      where: { id: teamId },
+      select: { maxConcurrentJobs: true, maxJobSteps: true, maxSequencesPerStep: true },
+    });
+    if (!team) throw new UnknownTeamError(`team ${teamId} no longer exists`);
+    const adapter = await checkJobObjects(tx, teamId, input);
+    checkJobSize(size, team);
     const active = await tx.job.count({ where: { teamId, status: { in: ["QUEUED", "RUNNING"] } } });
     if (active >= team.maxConcurrentJobs)
       throw new QuotaExceededError(
         `quota exceeded: the team has ${active} queued or running jobs (maxConcurrentJobs is ${team.maxConcurrentJobs})`,
       );
-    const adapter = await tx.adapter.findFirst({
-      where: { id: input.adapterId, teamId },
-      select: { id: true },
-    });
-    if (!adapter) throw new NotFoundError(`adapter ${input.adapterId} not found`);
-    if (input.environmentId) {
-      const env = await tx.environment.findFirst({
-        where: { id: input.environmentId, teamId },
-        select: { id: true },
-      });
-      if (!env) throw new NotFoundError(`environment ${input.environmentId} not found`);
-    }
     const busy = await tx.job.findFirst({
       where: { adapterId: adapter.id, status: { in: ["QUEUED", "RUNNING"] } },
       select: { id: true },
     });
     if (busy) throw new RangeError(`adapter ${adapter.id} is already being trained by job ${busy.id}`);
-    const job = await createJob(tx, teamId, input);
-    await tx.$executeRaw`SELECT graphile_worker.add_job(${tasks.job}, json_build_object('jobId', ${job.id}::text),
-      max_attempts => 25, job_key => ${`job:${job.id}`}::text)`;
-    return job;
+    const created = await createJob(tx, teamId, job);
+    await tx.$executeRaw`SELECT graphile_worker.add_job(${tasks.job}, json_build_object('jobId', ${created.id}::text),
+      max_attempts => 25, job_key => ${`job:${created.id}`}::text)`;
+    return created;
   });
+}
+
+/** The job's adapter, environment and snapshot, each resolved within the team (404 otherwise). */
+async function checkJobObjects(tx: DbTx, teamId: string, input: EnqueueJobInput) {
+  const adapter = await tx.adapter.findFirst({
+    where: { id: input.adapterId, teamId },
+    select: { id: true, baseModelId: true },
+  });
+  if (!adapter) throw new NotFoundError(`adapter ${input.adapterId} not found`);
+  if (input.environmentId) {
+    const env = await tx.environment.findFirst({
+      where: { id: input.environmentId, teamId },
+      select: { id: true },
+    });
+    if (!env) throw new NotFoundError(`environment ${input.environmentId} not found`);
+  }
+  if (input.handle) await checkJobPolicy(tx, teamId, adapter, input.handle);
+  return adapter;
+}
+
+/** A job's snapshot, resolved within the team; another team's answers like an unknown one. */
+async function checkJobPolicy(
+  tx: DbTx,
+  teamId: string,
+  adapter: { id: string; baseModelId: string },
+  handle: string,
+): Promise<void> {
+  const snapshot = await tx.snapshot.findFirst({
+    where: { teamId, handle },
+    select: { adapter: { select: { baseModelId: true } } },
+  });
+  if (!snapshot) throw new NotFoundError(`snapshot ${handle} not found`);
+  if (snapshot.adapter.baseModelId !== adapter.baseModelId)
+    throw new RangeError(`config.handle: ${handle} samples another base model than adapter ${adapter.id}`);
 }

@@ -15,3 +15,9 @@ export const tasks = {
 
 /** The NOTIFY channel on which a job's new metrics are announced ({ teamId, jobId, step }). */
 export const METRICS_CHANNEL = "opentinker_metrics";
+
+/**
+ * The NOTIFY channel on which revoked access is announced (database triggers):
+ * `{ apiKeyId }` for a revoked or deleted key, `{ sessionId }` for an ended session.
+ */
+export const ACCESS_CHANNEL = "opentinker_access";

@@ -1,16 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NotFoundError, QuotaExceededError } from "./errors.ts";
 import { makeTeamWithAdapter } from "./fixtures.test-helpers.ts";
 import { PgListener } from "./pg-listener.ts";
 import { REQUEST_CHANNEL } from "./queue-names.ts";
 import { RequestWaiter } from "./request-waiter.ts";
-import {
-  claimRequest,
-  enqueueSamplingRequest,
-  enqueueTrainingRequest,
-  finishRequest,
-  QuotaExceededError,
-} from "./requests.ts";
-import { NotFoundError } from "./snapshots.ts";
+import { claimRequest, enqueueSamplingRequest, enqueueTrainingRequest, finishRequest } from "./requests.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/index.ts";
 import { registerWorker } from "./workers.ts";
 
@@ -90,6 +84,55 @@ describe("enqueueTrainingRequest", () => {
     expect((await t.db.adapter.findUniqueOrThrow({ where: { id: a.adapter.id } })).requestSeq).toBe(1);
     expect((await t.db.adapter.findUniqueOrThrow({ where: { id: b.adapter.id } })).requestSeq).toBe(0);
     expect(await jobsOf(b.adapter.id)).toEqual([]);
+  });
+});
+
+describe("the queued-request quota", () => {
+  it("holds exactly under 100 concurrent calls, training and sampling mixed, writing nothing for the refused", async () => {
+    const { team, adapter, baseModel } = await makeTeamWithAdapter(t.db, "quota-race");
+    await registerWorker(t.db, { host: "h", pid: 5, capacity: 4 });
+    await t.db.team.update({ where: { id: team.id }, data: { maxQueuedRequests: 30 } });
+    const calls = Array.from({ length: 100 }, (_, i) =>
+      i % 2 === 0
+        ? enqueueTrainingRequest(t.db, team.id, call(adapter.id))
+        : enqueueSamplingRequest(t.db, team.id, {
+            kind: "SAMPLE",
+            baseModelId: baseModel.id,
+            adapterId: null,
+            payload: { prompt: [1] },
+          }),
+    );
+    const settled = await Promise.allSettled(calls);
+    const accepted = settled.filter((s) => s.status === "fulfilled");
+    const refused = settled.flatMap((s) => (s.status === "rejected" ? [s.reason] : []));
+    expect(accepted).toHaveLength(30);
+    for (const reason of refused) {
+      expect(reason).toBeInstanceOf(QuotaExceededError);
+      expect((reason as Error).message).toMatch(/maxQueuedRequests is 30/);
+    }
+    expect(await t.db.request.count({ where: { teamId: team.id } })).toBe(30);
+    const training = accepted.filter((s) => s.value.seq !== null).length;
+    expect((await t.db.adapter.findUniqueOrThrow({ where: { id: adapter.id } })).requestSeq).toBe(training);
+    const [row] = await t.db.$queryRaw<{ queued: bigint }[]>`
+      SELECT count(*) AS queued FROM graphile_worker.jobs WHERE key = ANY(
+        ARRAY(SELECT id FROM "Request" WHERE "teamId" = ${team.id}))`;
+    expect(Number(row?.queued)).toBe(30);
+  });
+
+  it("frees a place when a request finishes", async () => {
+    const { team, baseModel } = await makeTeamWithAdapter(t.db, "quota-free");
+    await t.db.team.update({ where: { id: team.id }, data: { maxQueuedRequests: 1 } });
+    const sample = () =>
+      enqueueSamplingRequest(t.db, team.id, {
+        kind: "SAMPLE",
+        baseModelId: baseModel.id,
+        adapterId: null,
+        payload: { prompt: [1] },
+      });
+    const first = await sample();
+    await expect(sample()).rejects.toThrow(QuotaExceededError);
+    await finishRequest(t.db, first.requestId, { output: {} });
+    await expect(sample()).resolves.toMatchObject({ seq: null });
   });
 });
 

@@ -5,14 +5,10 @@
 
 import { randomUUID } from "node:crypto";
 import type { Db, DbTx } from "./client.ts";
+import { NotFoundError, rethrowDomainError } from "./errors.ts";
 import { Prisma, type RequestKind } from "./generated/prisma/client.ts";
 import { placeAdapter, staleAfterMs } from "./placement.ts";
 import { REQUEST_CHANNEL, TRAIN_TASK_PREFIX, tasks } from "./queue-names.ts";
-import { NotFoundError } from "./snapshots.ts";
-
-export class QuotaExceededError extends Error {
-  override name = "QuotaExceededError";
-}
 
 export const TRAINING_KINDS = [
   "FORWARD",
@@ -29,25 +25,19 @@ export interface EnqueuedRequest {
   seq: number | null;
 }
 
-interface QuotaRow {
-  max: number | null;
-  queued: bigint | null;
+/**
+ * Runs an enqueue statement. The queued-request quota is enforced by a trigger
+ * on every Request insert (prisma/migrations: serialised per team, so concurrent
+ * calls cannot overshoot it); a refusal fails the whole statement, so nothing is
+ * written, and comes back as QuotaExceededError (or UnknownTeamError).
+ */
+async function enqueueing<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    return rethrowDomainError(error);
+  }
 }
-
-function checkQuota(teamId: string, row: QuotaRow | undefined): void {
-  if (!row || row.max === null) throw new NotFoundError(`team ${teamId} not found`);
-  if (Number(row.queued) >= row.max)
-    throw new QuotaExceededError(
-      `quota exceeded: the team has ${row.queued} queued requests (maxQueuedRequests is ${row.max})`,
-    );
-}
-
-/** The team's queued-request count against its quota, as SQL shared by both enqueues. */
-const quotaCte = (teamId: string) => Prisma.sql`
-  quota AS (
-    SELECT t."maxQueuedRequests" AS max,
-      (SELECT count(*) FROM "Request" r WHERE r."teamId" = t.id AND r.status IN ('QUEUED', 'RUNNING')) AS queued
-    FROM "Team" t WHERE t.id = ${teamId})`;
 
 interface NewRequest {
   teamId: string;
@@ -64,12 +54,11 @@ interface NewRequest {
  * Inserts the Request row and its queue job in one statement (a hot path: a
  * round trip saved is a millisecond off every call), if `allowed` holds.
  */
-function insertAndQueue(r: NewRequest & { id: string }, allowed: Prisma.Sql) {
+function insertAndQueue(r: NewRequest & { id: string }) {
   return Prisma.sql`
     inserted AS (
       INSERT INTO "Request" (id, "teamId", "adapterId", seq, kind, input)
-      SELECT ${r.id}, ${r.teamId}, ${r.adapterId}, ${r.seq}::int, ${r.kind}::"RequestKind", ${JSON.stringify(r.payload)}::jsonb
-      WHERE ${allowed}
+      VALUES (${r.id}, ${r.teamId}, ${r.adapterId}, ${r.seq}::int, ${r.kind}::"RequestKind", ${JSON.stringify(r.payload)}::jsonb)
       RETURNING id),
     queued_job AS (
       SELECT graphile_worker.add_job(${r.task}, json_build_object('requestId', inserted.id),
@@ -95,7 +84,10 @@ export async function enqueueTrainingRequest(
   input: TrainingCall,
 ): Promise<EnqueuedRequest> {
   const id = input.requestId ?? randomUUID();
-  return (await enqueueOnPlacedAdapter(db, teamId, id, input)) ?? enqueueAndPlace(db, teamId, id, input);
+  return enqueueing(
+    async () =>
+      (await enqueueOnPlacedAdapter(db, teamId, id, input)) ?? enqueueAndPlace(db, teamId, id, input),
+  );
 }
 
 const onlineWorker = (stale: number, workerId: Prisma.Sql) => Prisma.sql`
@@ -114,12 +106,11 @@ async function enqueueOnPlacedAdapter(
   input: TrainingCall,
 ): Promise<EnqueuedRequest | null> {
   const queue = `adapter:${input.adapterId}`;
-  const [row] = await db.$queryRaw<(QuotaRow & { seq: number | null; exists: boolean })[]>`
-    WITH ${quotaCte(teamId)},
-    bumped AS (
+  const [row] = await db.$queryRaw<{ seq: number | null; exists: boolean }[]>`
+    WITH bumped AS (
       UPDATE "Adapter" SET "requestSeq" = "requestSeq" + 1
       WHERE id = ${input.adapterId} AND "teamId" = ${teamId} AND status = 'ACTIVE'
-        AND (SELECT queued < max FROM quota) AND ${onlineWorker(staleAfterMs(), Prisma.sql`"Adapter"."workerId"`)}
+        AND ${onlineWorker(staleAfterMs(), Prisma.sql`"Adapter"."workerId"`)}
       RETURNING "requestSeq", "workerId"),
     inserted AS (
       INSERT INTO "Request" (id, "teamId", "adapterId", seq, kind, input)
@@ -131,12 +122,10 @@ async function enqueueOnPlacedAdapter(
       SELECT graphile_worker.add_job(${TRAIN_TASK_PREFIX}::text || bumped."workerId", json_build_object('requestId', inserted.id),
         queue_name => ${queue}::text, max_attempts => 1, job_key => inserted.id) AS job
       FROM inserted, bumped)
-    SELECT quota.max, quota.queued, (SELECT "requestSeq" FROM bumped) AS seq,
+    SELECT (SELECT "requestSeq" FROM bumped) AS seq,
       EXISTS (SELECT 1 FROM "Adapter" WHERE id = ${input.adapterId} AND "teamId" = ${teamId}
         AND status = 'ACTIVE') AS exists,
-      (SELECT count(*) FROM queued_job) AS added
-    FROM quota`;
-  checkQuota(teamId, row);
+      (SELECT count(*) FROM queued_job) AS added`;
   if (!row?.exists) throw new NotFoundError(`adapter ${input.adapterId} not found`);
   return row.seq == null ? null : { requestId: id, seq: row.seq };
 }
@@ -144,16 +133,11 @@ async function enqueueOnPlacedAdapter(
 /** The adapter has no live worker: place it, then queue, in one transaction. */
 function enqueueAndPlace(db: Db, teamId: string, id: string, input: TrainingCall): Promise<EnqueuedRequest> {
   return db.$transaction(async (tx) => {
-    // The quota, and the next seq under the adapter row's lock (which orders concurrent calls).
-    const [row] = await tx.$queryRaw<(QuotaRow & { seq: number | null })[]>`
-      WITH ${quotaCte(teamId)},
-      bumped AS (
-        UPDATE "Adapter" SET "requestSeq" = "requestSeq" + 1
-        WHERE id = ${input.adapterId} AND "teamId" = ${teamId} AND status = 'ACTIVE'
-          AND (SELECT queued < max FROM quota)
-        RETURNING "requestSeq")
-      SELECT quota.max, quota.queued, (SELECT "requestSeq" FROM bumped) AS seq FROM quota`;
-    checkQuota(teamId, row);
+    // The next seq under the adapter row's lock (which orders concurrent calls).
+    const [row] = await tx.$queryRaw<{ seq: number | null }[]>`
+      UPDATE "Adapter" SET "requestSeq" = "requestSeq" + 1
+      WHERE id = ${input.adapterId} AND "teamId" = ${teamId} AND status = 'ACTIVE'
+      RETURNING "requestSeq" AS seq`;
     if (row?.seq == null) throw new NotFoundError(`adapter ${input.adapterId} not found`);
     const workerId = await placeAdapter(tx, input.adapterId);
     const request = {
@@ -165,7 +149,7 @@ function enqueueAndPlace(db: Db, teamId: string, id: string, input: TrainingCall
       payload: input.payload,
     };
     await tx.$queryRaw`
-      WITH ${insertAndQueue({ ...request, task: tasks.train(workerId), queue: `adapter:${input.adapterId}`, maxAttempts: 1 }, Prisma.sql`true`)}
+      WITH ${insertAndQueue({ ...request, task: tasks.train(workerId), queue: `adapter:${input.adapterId}`, maxAttempts: 1 })}
       SELECT count(*) FROM queued_job`;
     return { requestId: id, seq: row.seq };
   });
@@ -194,11 +178,11 @@ export async function enqueueSamplingRequest(
     kind: input.kind,
     payload: input.payload,
   };
-  const [row] = await db.$queryRaw<(QuotaRow & { added: bigint })[]>`
-    WITH ${quotaCte(teamId)},
-    ${insertAndQueue({ ...request, task: tasks.sample(input.baseModelId), queue: null, maxAttempts: 3 }, Prisma.sql`(SELECT queued < max FROM quota)`)}
-    SELECT quota.max, quota.queued, (SELECT count(*) FROM queued_job) AS added FROM quota`;
-  checkQuota(teamId, row);
+  const [row] = await enqueueing(
+    () => db.$queryRaw<{ added: bigint }[]>`
+      WITH ${insertAndQueue({ ...request, task: tasks.sample(input.baseModelId), queue: null, maxAttempts: 3 })}
+      SELECT (SELECT count(*) FROM queued_job) AS added`,
+  );
   if (Number(row?.added) !== 1) throw new Error(`enqueueSamplingRequest: request ${id} was not queued`);
   return { requestId: id, seq: null };
 }

@@ -1,9 +1,7 @@
-import type { Db } from "./client.ts";
+import { modelLimitsSelect } from "./base-models.ts";
+import type { Db, DbTx } from "./client.ts";
+import { NotFoundError } from "./errors.ts";
 import { snapshotSelect } from "./selects.ts";
-
-export class NotFoundError extends Error {
-  override name = "NotFoundError";
-}
 
 export interface PublishSnapshotInput {
   adapterId: string;
@@ -54,8 +52,18 @@ export function listSnapshots(db: Db, teamId: string, adapterId: string) {
   });
 }
 
-export function getSnapshotByHandle(db: Db, teamId: string, handle: string) {
+/** The team's snapshot with this handle, or null (another team's answers the same). */
+export function getSnapshotByHandle(db: DbTx, teamId: string, handle: string) {
   return db.snapshot.findFirst({ where: { teamId, handle }, select: snapshotSelect });
+}
+
+/** The team's snapshot with this handle and the base model it samples over, or null. */
+export async function snapshotPolicy(db: DbTx, teamId: string, handle: string) {
+  const row = await db.snapshot.findFirst({
+    where: { teamId, handle },
+    select: { adapterId: true, adapter: { select: { baseModel: { select: modelLimitsSelect } } } },
+  });
+  return row ? { adapterId: row.adapterId, baseModel: row.adapter.baseModel } : null;
 }
 
 /** C3: the registry's latest published snapshot of an adapter, or null. */

@@ -16,8 +16,15 @@ export { type LoraSpec, type Policy, type PolicyKind, zeroGrads } from "./policy
 export type { TrainableTensor } from "./policy/tensor.ts";
 export * from "./rng.ts";
 export * from "./sampler/kv-cache.ts";
-export { BASE_KEY, PolicyBudgetError, PolicyPool, type PoolEntry } from "./sampler/policy-pool.ts";
-export { AbortError, Sampler, type SamplerOptions } from "./sampler/sampler.ts";
+export {
+  BASE_KEY,
+  PolicyBudgetError,
+  PolicyPool,
+  type PolicySource,
+  type PoolEntry,
+  policyKey,
+} from "./sampler/policy-pool.ts";
+export { AbortError, type SampleOptions, Sampler, type SamplerOptions } from "./sampler/sampler.ts";
 export { type SampledToken, sampleToken } from "./sampler/sampling.ts";
 export * from "./snapshots/peft.ts";
 export * from "./snapshots/publish.ts";

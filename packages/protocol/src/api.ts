@@ -2,17 +2,18 @@
 // validates, stores in a Request row and a worker parses again before running it.
 import { z } from "zod";
 import { ZDatum } from "./datum.ts";
-import { ZPolicyRef } from "./handles.ts";
-import { ZAdamParams, ZForwardBackwardOutput, ZLossFn, ZOptimStepOutput } from "./losses.ts";
+import { ZObjectName, ZPolicyRef, ZStatePath } from "./handles.ts";
+import {
+  ZAdamParams,
+  ZForwardBackwardOutput,
+  ZLossFn,
+  ZLossFnConfigInput,
+  ZOptimStepOutput,
+} from "./losses.ts";
 import { ZModelInput } from "./model-input.ts";
 import { ZSampleResponse, ZSamplingParams } from "./sampling.ts";
 
 const ZId = z.string().min(1).max(64);
-
-/** Loss-function settings a call may override (the rest take their defaults). */
-export const ZLossFnConfigInput = z
-  .object({ clipLowThreshold: z.number().positive(), clipHighThreshold: z.number().positive() })
-  .partial();
 
 export const ZForwardInput = z.object({
   adapterId: ZId,
@@ -27,12 +28,9 @@ export const ZOptimStepInput = z.object({
   adam: ZAdamParams.partial().optional(),
 });
 
-export const ZSaveWeightsInput = z.object({
-  adapterId: ZId,
-  name: z.string().min(1).max(128).default("sampler"),
-});
-export const ZSaveStateInput = z.object({ adapterId: ZId, name: z.string().min(1).max(128) });
-export const ZLoadStateInput = z.object({ adapterId: ZId, path: z.string().min(1).max(1024) });
+export const ZSaveWeightsInput = z.object({ adapterId: ZId, name: ZObjectName.default("sampler") });
+export const ZSaveStateInput = z.object({ adapterId: ZId, name: ZObjectName });
+export const ZLoadStateInput = z.object({ adapterId: ZId, path: ZStatePath });
 
 export const ZSampleInput = z.object({
   policy: ZPolicyRef,

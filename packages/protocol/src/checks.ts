@@ -4,6 +4,17 @@ import type { Datum } from "./datum.ts";
 import { LOSS_INPUTS, type LossFn } from "./losses.ts";
 import { type ModelInput, modelInputLength } from "./model-input.ts";
 
+/** What a call's inputs are checked against: the base model it runs on. */
+export interface ModelLimits {
+  /** The base model's name, for messages. */
+  name: string;
+  vocabSize: number;
+  /** Positions the model attends over. */
+  contextLength: number;
+  /** Positions one image takes; null for a text-only model. */
+  imageTokens: number | null;
+}
+
 /** The first text token outside [0, vocabSize), as a message naming where it is; or null. */
 export function tokenRangeError(input: ModelInput, vocabSize: number, field: string): string | null {
   for (const [c, chunk] of input.chunks.entries()) {
@@ -15,17 +26,61 @@ export function tokenRangeError(input: ModelInput, vocabSize: number, field: str
   return null;
 }
 
+/** The first image chunk the model cannot take, as a message; or null. */
+function imageError(input: ModelInput, model: ModelLimits, field: string): string | null {
+  for (const [c, chunk] of input.chunks.entries()) {
+    if (chunk.type !== "image") continue;
+    if (model.imageTokens === null)
+      return `${field}.chunks.${c}: is an image, but the base model ${model.name} takes no images`;
+    if (chunk.expectedTokens !== model.imageTokens)
+      return `${field}.chunks.${c}.expectedTokens: is ${chunk.expectedTokens}, but the base model ${model.name} gives an image ${model.imageTokens} positions`;
+  }
+  return null;
+}
+
 /**
- * Every datum has the inputs its loss needs, each with one value per position,
- * and only in-vocabulary tokens; the first problem as a message, or null.
+ * A model input's first problem for this model, naming where it is; or null:
+ * images the model cannot take, tokens outside its vocabulary, and a length
+ * outside [min, max] positions (max is at most the model's context).
  */
-export function datumsError(data: readonly Datum[], lossFn: LossFn, vocabSize: number): string | null {
+export function modelInputError(
+  input: ModelInput,
+  model: ModelLimits,
+  field: string,
+  positions: { min: number; max: number },
+): string | null {
+  const problem = imageError(input, model, field) ?? tokenRangeError(input, model.vocabSize, field);
+  if (problem) return problem;
+  const n = modelInputLength(input);
+  if (n === 0) return `${field}: is empty`;
+  if (n < positions.min) return `${field}: has ${n} positions; needs at least ${positions.min}`;
+  if (n > positions.max)
+    return `${field}: has ${n} positions; at most ${positions.max} fit the base model ${model.name} (context ${model.contextLength})`;
+  return null;
+}
+
+/** A sampling prompt: at least one position, and room left in the context for one more. */
+export const samplePromptError = (prompt: ModelInput, model: ModelLimits) =>
+  modelInputError(prompt, model, "prompt", { min: 1, max: model.contextLength - 1 });
+
+/** A sequence to score: at least two positions (the first has no logprob), within the context. */
+export const logprobSequenceError = (sequence: ModelInput, model: ModelLimits) =>
+  modelInputError(sequence, model, "sequence", { min: 2, max: model.contextLength });
+
+/**
+ * Every datum fits the model and has the inputs its loss needs, each with one
+ * value per position, and only in-vocabulary targets; the first problem as a
+ * message, or null.
+ */
+export function datumsError(data: readonly Datum[], lossFn: LossFn, model: ModelLimits): string | null {
   for (const [d, datum] of data.entries()) {
     const at = `data.${d}`;
+    const input = modelInputError(datum.modelInput, model, `${at}.modelInput`, {
+      min: 1,
+      max: model.contextLength,
+    });
+    if (input) return input;
     const positions = modelInputLength(datum.modelInput);
-    if (positions === 0) return `${at}.modelInput: is empty`;
-    const tokens = tokenRangeError(datum.modelInput, vocabSize, `${at}.modelInput`);
-    if (tokens) return tokens;
     for (const name of LOSS_INPUTS[lossFn]) {
       const tensor = datum.lossFnInputs[name];
       if (!tensor) return `${at}.lossFnInputs.${name}: is required by the ${lossFn} loss`;
@@ -35,9 +90,9 @@ export function datumsError(data: readonly Datum[], lossFn: LossFn, vocabSize: n
         return `${at}.lossFnInputs.${name}: has a non-finite value`;
     }
     const targets = datum.lossFnInputs.targetTokens?.data ?? [];
-    const bad = targets.findIndex((t) => t < 0 || t >= vocabSize || !Number.isInteger(t));
+    const bad = targets.findIndex((t) => t < 0 || t >= model.vocabSize || !Number.isInteger(t));
     if (bad >= 0)
-      return `${at}.lossFnInputs.targetTokens.data.${bad}: token id ${targets[bad]} is out of range (vocabulary size ${vocabSize})`;
+      return `${at}.lossFnInputs.targetTokens.data.${bad}: token id ${targets[bad]} is out of range (vocabulary size ${model.vocabSize})`;
   }
   return null;
 }

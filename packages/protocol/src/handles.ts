@@ -1,11 +1,32 @@
+// The opaque names a client gets back and hands in again (C2): sampler handles
+// of published snapshots and paths of saved training states. Formatted and
+// parsed here only; a service resolves a parsed name within the caller's team.
 import { z } from "zod";
 
-const HANDLE = /^opentinker:\/\/([a-z0-9][a-z0-9-]*)\/([A-Za-z0-9_-]+)\/sampler\/([1-9][0-9]*)$/;
+const TEAM = "[a-z0-9][a-z0-9-]*";
+const ADAPTER = "[A-Za-z0-9_-]+";
+const HANDLE = new RegExp(`^opentinker://(${TEAM})/(${ADAPTER})/sampler/([1-9][0-9]*)$`);
+const STATE_PATH = new RegExp(`^opentinker://(${TEAM})/(${ADAPTER})/state/([^/]+)$`);
+
+const HANDLE_FORM = "opentinker://<team>/<adapter>/sampler/<version>";
+const STATE_PATH_FORM = "opentinker://<team>/<adapter>/state/<name>";
+
+/**
+ * A name a client gives a saved state or snapshot: it becomes part of an opaque
+ * path, so no separators, quotes, leading dots or "..".
+ */
+export const ZObjectName = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+    "use letters, digits, '.', '_' and '-', starting with a letter or digit",
+  )
+  .refine((name) => !name.includes(".."), "must not contain '..'");
 
 /** `opentinker://<team>/<adapter>/sampler/<version>`: an immutable policy snapshot (C2). */
-export const ZSamplerHandle = z
-  .string()
-  .regex(HANDLE, "expected opentinker://<team>/<adapter>/sampler/<version>");
+export const ZSamplerHandle = z.string().regex(HANDLE, `expected ${HANDLE_FORM}`);
 
 export interface SamplerHandle {
   team: string;
@@ -19,11 +40,31 @@ export function formatSamplerHandle(h: SamplerHandle): string {
 
 export function parseSamplerHandle(handle: string): SamplerHandle {
   const match = HANDLE.exec(handle);
-  if (!match)
-    throw new RangeError(
-      `not a sampler handle: "${handle}" (expected opentinker://<team>/<adapter>/sampler/<version>)`,
-    );
+  if (!match) throw new RangeError(`not a sampler handle: "${handle}" (expected ${HANDLE_FORM})`);
   return { team: match[1] as string, adapter: match[2] as string, version: Number(match[3]) };
+}
+
+/** A saved training state: what saveState returns and loadState takes. */
+export interface StatePath {
+  team: string;
+  adapter: string;
+  name: string;
+}
+
+export const ZStatePath = z
+  .string()
+  .max(1024)
+  .refine((path) => parseStatePath(path) !== null, `expected ${STATE_PATH_FORM}`);
+
+export function formatStatePath(p: StatePath): string {
+  return `opentinker://${p.team}/${p.adapter}/state/${p.name}`;
+}
+
+/** The parts of a state path, or null when it is not one (or names an invalid state). */
+export function parseStatePath(path: string): StatePath | null {
+  const match = STATE_PATH.exec(path);
+  if (!match || !ZObjectName.safeParse(match[3]).success) return null;
+  return { team: match[1] as string, adapter: match[2] as string, name: match[3] as string };
 }
 
 /** What a sampling request names: a published snapshot, or the bare base model. Never weights. */

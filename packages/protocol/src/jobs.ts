@@ -1,6 +1,7 @@
 // Server-side jobs and environments (issue: control plane): what a team submits
 // to have the service run the RL, SFT or evaluation loop for it.
 import { z } from "zod";
+import { ZSamplerHandle } from "./handles.ts";
 import { ZAdamParams } from "./losses.ts";
 
 /** Built-in environments a server-side job can run (packages/envs). */
@@ -93,8 +94,8 @@ export type SftJobConfig = z.infer<typeof ZSftJobConfig>;
 
 export const ZEvalJobConfig = z
   .object({
-    /** The snapshot to evaluate (default: the adapter's latest). */
-    handle: z.string().optional(),
+    /** The snapshot to evaluate: one of the team's, over the adapter's base model (default: the adapter's latest). */
+    handle: ZSamplerHandle.optional(),
     groups: z.number().int().min(1).max(4096).default(16),
     groupSize: z.number().int().min(1).max(256).default(1),
     sampling: ZSamplingSettings.default({}),
@@ -119,6 +120,44 @@ export const ZJobInput = z.discriminatedUnion("kind", [
   }),
 ]);
 export type JobInput = z.infer<typeof ZJobInput>;
+
+/** A size of a job that a team's quota bounds, with the config field that sets it. */
+export interface JobDimension {
+  value: number;
+  field: string;
+}
+
+/**
+ * How big a job is, in the two dimensions a team's quota bounds: the steps it
+ * runs and the sequences one step samples or trains.
+ */
+export function jobSize(input: JobInput): { steps: JobDimension; sequencesPerStep: JobDimension } {
+  if (input.kind === "RL") {
+    const { steps, groupsPerStep, groupSize, validation } = input.config;
+    const rollouts = groupsPerStep * groupSize;
+    return {
+      steps: { value: steps, field: "config.steps" },
+      sequencesPerStep:
+        validation && validation.groups > rollouts
+          ? { value: validation.groups, field: "config.validation.groups" }
+          : { value: rollouts, field: "config.groupsPerStep × config.groupSize" },
+    };
+  }
+  if (input.kind === "SFT") {
+    const { conversations, epochs, batchSize } = input.config;
+    return {
+      steps: { value: epochs * Math.ceil(conversations.length / batchSize), field: "config.epochs" },
+      sequencesPerStep: { value: batchSize, field: "config.batchSize" },
+    };
+  }
+  return {
+    steps: { value: 1, field: "config" },
+    sequencesPerStep: {
+      value: input.config.groups * input.config.groupSize,
+      field: "config.groups × config.groupSize",
+    },
+  };
+}
 
 /** Reports every issue of `schema` on `value` as issues of the enclosing check. */
 function delegate(schema: z.ZodType) {

@@ -5,17 +5,35 @@ import { ZTensorData } from "./tensor.ts";
 export const ZLossFn = z.enum(["cross_entropy", "importance_sampling", "ppo"]);
 export type LossFn = z.infer<typeof ZLossFn>;
 
+const LOSS_FN_DEFAULTS = { clipLowThreshold: 0.8, clipHighThreshold: 1.2 };
+
+const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number }, ctx: z.RefinementCtx) => {
+  const low = c.clipLowThreshold ?? LOSS_FN_DEFAULTS.clipLowThreshold;
+  const high = c.clipHighThreshold ?? LOSS_FN_DEFAULTS.clipHighThreshold;
+  if (low > high)
+    ctx.addIssue({
+      code: "custom",
+      path: ["clipLowThreshold"],
+      message: `${low} exceeds clipHighThreshold ${high}`,
+    });
+};
+
+const clipThresholds = {
+  /** ppo: the ratio is clipped to [clipLowThreshold, clipHighThreshold]. */
+  clipLowThreshold: z.number().positive().finite(),
+  clipHighThreshold: z.number().positive().finite(),
+};
+
 export const ZLossFnConfig = z
   .object({
-    /** ppo: the ratio is clipped to [clipLowThreshold, clipHighThreshold]. */
-    clipLowThreshold: z.number().positive().default(0.8),
-    clipHighThreshold: z.number().positive().default(1.2),
+    clipLowThreshold: clipThresholds.clipLowThreshold.default(LOSS_FN_DEFAULTS.clipLowThreshold),
+    clipHighThreshold: clipThresholds.clipHighThreshold.default(LOSS_FN_DEFAULTS.clipHighThreshold),
   })
-  .refine((c) => c.clipLowThreshold <= c.clipHighThreshold, {
-    message: "clipLowThreshold must not exceed clipHighThreshold",
-    path: ["clipLowThreshold"],
-  });
+  .superRefine(clipOrder);
 export type LossFnConfig = z.infer<typeof ZLossFnConfig>;
+
+/** Loss-function settings a call may override; checked together with the defaults of the rest. */
+export const ZLossFnConfigInput = z.object(clipThresholds).partial().strict().superRefine(clipOrder);
 
 /** Which lossFnInputs each loss needs (all on the target axis, one value per target). */
 export const LOSS_INPUTS: Record<LossFn, readonly string[]> = {

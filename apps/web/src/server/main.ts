@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { getDb, RequestWaiter } from "@opentinker/db";
 import next from "next";
 import { readWebEnv } from "../env.ts";
+import { AccessWatch } from "./api/access.ts";
 import { createRequestListener } from "./http.ts";
 import { attachMetricsRelay } from "./realtime/metrics-relay.ts";
 
@@ -15,6 +16,8 @@ async function main(): Promise<void> {
   const env = readWebEnv();
   const db = getDb(env.DATABASE_URL);
   const waiter = new RequestWaiter(db, env.DATABASE_URL);
+  const access = new AccessWatch(env.DATABASE_URL);
+  await access.start();
   if (!existsSync(path.join(APP_DIR, ".next", "BUILD_ID"))) {
     throw new Error("the dashboard is not built: run `npm run build` (npm start does this for you)");
   }
@@ -26,6 +29,7 @@ async function main(): Promise<void> {
       db,
       waiter,
       sessionSecret: env.OPENTINKER_SESSION_SECRET,
+      secureCookies: env.OPENTINKER_SECURE_COOKIES,
       pages: (req, res) => handle(req, res),
     }),
   );
@@ -33,6 +37,7 @@ async function main(): Promise<void> {
     db,
     url: env.DATABASE_URL,
     sessionSecret: env.OPENTINKER_SESSION_SECRET,
+    access,
   });
   server.listen(env.PORT, env.HOST, () => {
     const address = server.address();
@@ -44,7 +49,10 @@ async function main(): Promise<void> {
   const shutdown = () => {
     // The relay goes first: its open WebSockets would otherwise hold server.close open.
     void relay.close().finally(() => {
-      server.close(() => void Promise.all([waiter.close(), db.$disconnect()]).finally(() => process.exit(0)));
+      server.close(
+        () =>
+          void Promise.all([waiter.close(), access.close(), db.$disconnect()]).finally(() => process.exit(0)),
+      );
       server.closeAllConnections();
     });
   };

@@ -22,10 +22,12 @@ import type { EngineHost } from "../engine-host.ts";
 export class JobTrainingClient implements TrainingClient {
   private readonly queue = new OrderedQueue();
 
+  /** `signal` aborts the job's sampling in flight (the job was cancelled, or the worker drains). */
   constructor(
     private readonly host: EngineHost,
     readonly session: AdapterSession,
     private readonly jobId: string,
+    private readonly signal?: AbortSignal,
   ) {}
 
   forward(
@@ -64,7 +66,7 @@ export class JobTrainingClient implements TrainingClient {
 
   async createSamplingClient(handle?: string): Promise<SamplingClient> {
     const resolved = handle ?? (await (await this.saveWeightsForSampler("latest")).result()).handle;
-    return samplingClient(this.host, this.session.adapter.baseModelId, resolved);
+    return (await jobSampler(this.host, this.session.adapter, resolved, this.signal)).client;
   }
 
   getTokenizer(): TextTokenizerLike {
@@ -78,6 +80,26 @@ export function tokenizerOf(host: EngineHost, baseModelId: string) {
   return base.model.tokenizer;
 }
 
-export function samplingClient(host: EngineHost, baseModelId: string, handle: string): SamplingClient {
-  return new InProcessSamplingClient(host.sampler(baseModelId), handle, host.base(baseModelId).model);
+/**
+ * A job's sampler over one of its team's snapshots (resolved within the team,
+ * and over the adapter's base model), sharing the worker's sampler fairly with
+ * other teams' requests.
+ */
+export async function jobSampler(
+  host: EngineHost,
+  adapter: { teamId: string; baseModelId: string },
+  handle: string,
+  signal?: AbortSignal,
+): Promise<{ client: SamplingClient; version: number }> {
+  const record = await host.registry.resolveInTeam(adapter.teamId, handle);
+  const base = host.base(adapter.baseModelId);
+  if (record.baseModel !== base.name)
+    throw new RangeError(
+      `${handle} was trained over ${record.baseModel}, not the adapter's base model ${base.name}`,
+    );
+  const options = { tenant: adapter.teamId, ...(signal ? { signal } : {}) };
+  return {
+    client: new InProcessSamplingClient(host.sampler(adapter.baseModelId), record, base.model, options),
+    version: record.version,
+  };
 }

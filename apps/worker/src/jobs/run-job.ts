@@ -9,7 +9,7 @@ import { conversationToDatum, evaluate, trainRl, trainSft } from "@opentinker/sd
 import type { AdapterSession } from "../adapter-session.ts";
 import type { EngineHost } from "../engine-host.ts";
 import { type EnvironmentRow, environmentDataset } from "./datasets.ts";
-import { JobTrainingClient, samplingClient, tokenizerOf } from "./job-clients.ts";
+import { JobTrainingClient, jobSampler, tokenizerOf } from "./job-clients.ts";
 import { trajectoryRows } from "./trajectories.ts";
 
 export interface RunnableJob {
@@ -115,7 +115,7 @@ async function runEval(run: JobRun): Promise<void> {
   const config = ZEvalJobConfig.parse(job.config);
   const baseId = session.adapter.baseModelId;
   const handle = config.handle ?? (await session.saveWeightsForSampler(job.id)).handle;
-  const record = await host.registry.resolve(handle);
+  const sampler = await jobSampler(host, session.adapter, handle);
   const dataset = environmentDataset(environmentOf(job), {
     tokenizer: tokenizerOf(host, baseId),
     split: "validation",
@@ -124,14 +124,7 @@ async function runEval(run: JobRun): Promise<void> {
     groupsPerBatch: config.groups,
     groupSize: config.groupSize,
   });
-  const result = await evaluate(
-    { client: samplingClient(host, baseId, handle), version: record.version },
-    dataset,
-    {
-      sampling: config.sampling,
-      seed: config.seed,
-    },
-  );
+  const result = await evaluate(sampler, dataset, { sampling: config.sampling, seed: config.seed });
   await recordJobStep(host.db, job, 0, result.metrics, trajectoryRows(result.groups, 0));
 }
 

@@ -33,9 +33,7 @@ async function resumePoint(db: Db, job: JobRow, session: Awaited<ReturnType<Engi
     return 0;
   }
   const step = latest.step;
-  await session.loadState(
-    `opentinker://${session.adapter.team.slug}/${session.adapter.id}/state/${latest.name}`,
-  );
+  await session.loadState(session.statePath(latest.name));
   await discardJobStepsFrom(db, job.id, step);
   return step;
 }
@@ -63,7 +61,7 @@ export function jobTask(db: Db, host: EngineHost, workerId: string): Task {
       return cancelled;
     };
     try {
-      const session = await host.session(job.adapterId);
+      const session = await host.session(job.teamId, job.adapterId);
       const startStep = await resumePoint(db, job, session);
       await runJob({ host, job, session, startStep, shouldStop });
       if (host.draining && !cancelled) {

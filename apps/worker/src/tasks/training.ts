@@ -10,7 +10,7 @@ async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<P
   if (!request.adapterId) throw new RangeError(`request ${request.id} names no adapter`);
   if (request.busyJobId)
     throw new RangeError(`adapter ${request.adapterId} is being trained by job ${request.busyJobId}`);
-  const session = await host.session(request.adapterId);
+  const session = await host.session(request.teamId, request.adapterId);
   switch (request.kind) {
     case "FORWARD":
     case "FORWARD_BACKWARD": {

@@ -23,8 +23,8 @@ import type { BaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
-import { BASE_KEY } from "../sampler/policy-pool.ts";
-import { Sampler, type SamplerOptions } from "../sampler/sampler.ts";
+import { BASE_KEY, type PolicySource, policyKey } from "../sampler/policy-pool.ts";
+import { type SampleOptions, Sampler, type SamplerOptions } from "../sampler/sampler.ts";
 import { loadState, saveState, saveWeightsForSampler } from "../snapshots/publish.ts";
 import { InMemorySnapshotRegistry, type SnapshotRegistry } from "../snapshots/registry.ts";
 import { LocalSnapshotStore, type SnapshotStore, type StoredObject } from "../snapshots/store.ts";
@@ -219,24 +219,30 @@ export class InProcessTrainingClient implements TrainingClient {
 }
 
 export class InProcessSamplingClient implements SamplingClient {
+  readonly policy: string;
+
+  /** `tenant` shares the sampler fairly with other tenants' requests (a service passes the team). */
   constructor(
     private readonly sampler: Sampler,
-    readonly policy: string,
+    private readonly source: PolicySource,
     private readonly base: BaseModel,
-  ) {}
+    private readonly options: SampleOptions = {},
+  ) {
+    this.policy = policyKey(source);
+  }
 
   async sample(
     prompt: ModelInput,
     numSamples: number,
     params: SamplingParamsInput,
   ): Promise<ApiFuture<SampleResponse>> {
-    const run = this.sampler.sample(this.policy, prompt, numSamples, params);
+    const run = this.sampler.sample(this.source, prompt, numSamples, params, this.options);
     run.catch(() => undefined);
     return { result: () => run };
   }
 
   async computeLogprobs(sequence: ModelInput): Promise<ApiFuture<(number | null)[]>> {
-    const run = this.sampler.computeLogprobs(this.policy, sequence);
+    const run = this.sampler.computeLogprobs(this.source, sequence);
     run.catch(() => undefined);
     return { result: () => run };
   }

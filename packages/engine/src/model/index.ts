@@ -18,6 +18,7 @@ export {
   type VisionConfig,
   visionDims,
 } from "./config.ts";
+export { type BaseModelDescription, describeBaseModel } from "./describe.ts";
 export { type WrittenFile, writeFileAtomically, writeJsonFile } from "./files.ts";
 export { decodeFloats, encodeFloats, type FloatDtype, roundToDtype } from "./float-convert.ts";
 export { type HfModel, loadHfModel } from "./hf-model.ts";

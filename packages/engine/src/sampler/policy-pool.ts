@@ -15,7 +15,7 @@ import {
   peftName,
 } from "../policy/lora-policy.ts";
 import { readSnapshotFiles } from "../snapshots/peft.ts";
-import type { SnapshotRegistry } from "../snapshots/registry.ts";
+import type { SnapshotRecord, SnapshotRegistry } from "../snapshots/registry.ts";
 import type { SnapshotStore } from "../snapshots/store.ts";
 
 export type Module = AttnModule | MlpModule;
@@ -52,6 +52,16 @@ export class PolicyBudgetError extends Error {
 
 export const BASE_KEY = "base";
 
+/**
+ * What a sampling call names: "base", a handle the sampler's registry resolves,
+ * or a snapshot the caller already resolved (a service resolves a caller's
+ * handle within the caller's team, and passes the record).
+ */
+export type PolicySource = string | SnapshotRecord;
+
+export const policyKey = (policy: PolicySource): string =>
+  typeof policy === "string" ? policy : policy.handle;
+
 export class PolicyPool {
   private readonly entries = new Map<string, PoolEntry>();
   private readonly loading = new Map<string, Promise<PoolEntry>>();
@@ -81,13 +91,14 @@ export class PolicyPool {
     return this.entries.has(key);
   }
 
-  /** The entry for `key` (a handle or "base"), loaded if needed, pinned until release. */
-  async acquire(key: string): Promise<PoolEntry> {
+  /** The entry for a policy, loaded if needed, pinned until release. */
+  async acquire(policy: PolicySource): Promise<PoolEntry> {
+    const key = policyKey(policy);
     let entry = this.entries.get(key);
     if (!entry) {
       let pending = this.loading.get(key);
       if (!pending) {
-        pending = this.load(key).finally(() => this.loading.delete(key));
+        pending = this.load(policy).finally(() => this.loading.delete(key));
         this.loading.set(key, pending);
       }
       entry = await pending;
@@ -109,8 +120,9 @@ export class PolicyPool {
     return this.tables;
   }
 
-  private async load(key: string): Promise<PoolEntry> {
-    const record = await this.registry.resolve(key);
+  private async load(policy: PolicySource): Promise<PoolEntry> {
+    const record = typeof policy === "string" ? await this.registry.resolve(policy) : policy;
+    const key = record.handle;
     const files = await this.store.get(record.path, record.checksum);
     const snapshot = readSnapshotFiles(files, key);
     let bytes = 0;

@@ -125,6 +125,43 @@ describe("batching does not change results", () => {
   });
 });
 
+describe("tenants share the sampler", () => {
+  it("a second tenant's small request is admitted and served while the first has 120 queued", async () => {
+    // A small cache and step budget, so the crowd must queue.
+    const s = new Sampler({
+      base,
+      store,
+      registry,
+      kvCacheBytes: 1 << 18,
+      blockSize: 4,
+      maxTokensPerStep: 16,
+    });
+    const order: string[] = [];
+    const crowd = Array.from({ length: 120 }, (_, i) =>
+      s
+        .sample("base", PROMPT, 1, { maxTokens: 16, seed: i }, { tenant: "big" })
+        .then(() => order.push(`big-${i}`)),
+    );
+    const small = s
+      .sample("base", PROMPT.slice(0, 4), 1, { maxTokens: 2, seed: 1 }, { tenant: "small" })
+      .then(() => order.push("small"));
+    await Promise.all([...crowd, small]);
+    // Admitted FIFO, the small request would finish after (nearly) the whole crowd.
+    expect(order.indexOf("small")).toBeLessThan(5);
+  });
+
+  it("one tenant's results do not depend on another tenant's traffic", async () => {
+    const params = { maxTokens: 8, seed: 11 };
+    const alone = (await newSampler().sample("base", PROMPT, 1, params, { tenant: "a" })).sequences[0];
+    const shared = newSampler();
+    const others = Array.from({ length: 30 }, (_, i) =>
+      shared.sample("base", [...PROMPT.slice(0, 6), 30 + i], 2, { maxTokens: 6, seed: i }, { tenant: "b" }),
+    );
+    const [mine] = await Promise.all([shared.sample("base", PROMPT, 1, params, { tenant: "a" }), ...others]);
+    expect(mine.sequences[0]).toEqual(alone);
+  });
+});
+
 describe("stopping", () => {
   it("a stop string that spans a token boundary stops the sequence, which keeps it", async () => {
     const s = newSampler();

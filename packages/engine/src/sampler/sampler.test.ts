@@ -144,7 +144,13 @@ describe("the sampler", () => {
   it("an aborted request is rejected and frees its blocks; the others finish", async () => {
     const s = sampler();
     const controller = new AbortController();
-    const doomed = s.sample(handles[0] as string, PROMPT, 2, { maxTokens: 50, seed: 1 }, controller.signal);
+    const doomed = s.sample(
+      handles[0] as string,
+      PROMPT,
+      2,
+      { maxTokens: 50, seed: 1 },
+      { signal: controller.signal },
+    );
     const survivor = s.sample(handles[1] as string, PROMPT, 1, { maxTokens: 10, seed: 1 });
     // Abort once generation is under way (its blocks are in use).
     const abortWhenRunning = () => {

@@ -3,6 +3,9 @@
 // and leave between steps; each step mixes chunked-prefill rows and decode rows of
 // any adapters and versions, bounded by a token budget. A full cache queues
 // requests (back-pressure) and never fails them; an aborted request frees its blocks.
+// Requests carry a tenant (a service passes the team): admission and each step's
+// token budget are shared round robin across tenants, so one team's big rollout
+// cannot starve another team's small request.
 // Prompts may hold images (vision-language base models): their soft tokens are
 // computed once per request with the policy's vision weights and fed in place of
 // the placeholder's embedding during prefill; decode is text-only.
@@ -29,7 +32,14 @@ import { pack } from "../trainer/batching.ts";
 import { type PreparedImage, type PreparedInput, prepareInput } from "../vision/input.ts";
 import { KvCacheManager } from "./kv-cache.ts";
 import { PagedKv, pagedForward, type StepBatch } from "./paged-model.ts";
-import { BASE_KEY, type LoraEntryWeights, MODULES, PolicyPool, type PoolEntry } from "./policy-pool.ts";
+import {
+  BASE_KEY,
+  type LoraEntryWeights,
+  MODULES,
+  PolicyPool,
+  type PolicySource,
+  type PoolEntry,
+} from "./policy-pool.ts";
 import { sampleToken } from "./sampling.ts";
 import { type StopCheck, stopChecker } from "./stop.ts";
 
@@ -57,6 +67,13 @@ export class AbortError extends Error {
   override name = "AbortError";
 }
 
+export interface SampleOptions {
+  /** Aborting frees the request's blocks and rejects it with AbortError. */
+  signal?: AbortSignal;
+  /** Who the request is for (a team): tenants share admission and each step fairly. */
+  tenant?: string;
+}
+
 interface Completion {
   id: string;
   index: number;
@@ -76,6 +93,7 @@ interface RequestImage {
 
 interface Request {
   id: string;
+  tenant: string;
   settled: boolean;
   seed: number;
   entry: PoolEntry;
@@ -118,6 +136,13 @@ function softTokenAt(images: readonly RequestImage[], p: number): Float32Array |
   return undefined;
 }
 
+/** Tenants in a fixed order, starting after `last` (round robin across calls). */
+function rotation(tenants: Iterable<string>, last: string): string[] {
+  const sorted = [...new Set(tenants)].sort();
+  const start = sorted.findIndex((t) => t > last);
+  return start <= 0 ? sorted : [...sorted.slice(start), ...sorted.slice(0, start)];
+}
+
 /**
  * Completion i of a request seeded s draws from the stream of seed s + i, so a
  * group of n samples equals n single requests seeded s, s + 1, …, s + n − 1.
@@ -137,6 +162,9 @@ export class Sampler {
   private scheduled = false;
   /** Prompt positions computed by prefill steps (cached prefixes are not). */
   private prefillTokens = 0;
+  /** The tenant admitted last and the one served first last step: the next turn starts after each. */
+  private admittedLast = "";
+  private servedFirst = "";
 
   constructor(private readonly options: SamplerOptions) {
     const { base } = options;
@@ -156,12 +184,13 @@ export class Sampler {
    * base model's vision part turns into soft tokens.
    */
   async sample(
-    policy: string,
+    policy: PolicySource,
     prompt: ModelInput | readonly number[],
     numSamples: number,
     paramsInput: SamplingParamsInput,
-    signal?: AbortSignal,
+    options: SampleOptions = {},
   ): Promise<SampleResponse> {
+    const { signal } = options;
     const parsed = ZSamplingParams.safeParse(paramsInput);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -207,6 +236,7 @@ export class Sampler {
       const seed = params.seed ?? Math.floor(Math.random() * 2 ** 31);
       const request: Request = {
         id,
+        tenant: options.tenant ?? "",
         settled: false,
         seed,
         entry,
@@ -244,7 +274,7 @@ export class Sampler {
    * forward, so they agree with the trainer's.
    */
   async computeLogprobs(
-    policy: string,
+    policy: PolicySource,
     sequence: ModelInput | readonly number[],
   ): Promise<(number | null)[]> {
     const { tokens, images } = this.prepare(sequence, "computeLogprobs", "sequence");
@@ -369,15 +399,25 @@ export class Sampler {
     request.resolve({ sequences });
   }
 
+  /**
+   * Admits waiting requests while the cache has room: each turn goes to the next
+   * tenant after the one admitted last, and takes that tenant's oldest request.
+   * When it does not fit, admission stops there (nobody overtakes it: it is
+   * first once blocks free up).
+   */
   private admit(): void {
-    while (this.waiting.length > 0) {
-      const request = this.waiting[0] as Request;
-      // Keep one block per completion free for its first token (FIFO: no overtaking).
+    for (;;) {
+      const heads = new Map<string, Request>();
+      for (const r of this.waiting) if (!heads.has(r.tenant)) heads.set(r.tenant, r);
+      const tenant = rotation(heads.keys(), this.admittedLast)[0];
+      if (tenant === undefined) return;
+      const request = heads.get(tenant) as Request;
+      // Keep one block per completion free for its first token.
       const { prompt, images } = request;
-      if (!this.kv.canAllocate(prompt, request.entry.key, request.numSamples, images)) break;
-      const admission = this.kv.admit(request.parentId, request.entry.key, prompt, images);
-      if (!admission) break;
-      this.waiting.shift();
+      if (!this.kv.canAllocate(prompt, request.entry.key, request.numSamples, images)) return;
+      if (!this.kv.admit(request.parentId, request.entry.key, prompt, images)) return;
+      this.waiting.splice(this.waiting.indexOf(request), 1);
+      this.admittedLast = tenant;
       request.phase = "prefill";
       this.active.push(request);
     }
@@ -430,49 +470,98 @@ export class Sampler {
     }
   }
 
+  /**
+   * The rows of the next step, within the token budget: decode rows first, then
+   * prefill chunks, each shared round robin across tenants (one decode row per
+   * tenant per turn; the prefill budget split evenly), so every tenant with work
+   * gets a share of every step.
+   */
   private buildRows(): Row[] {
     const rows: Row[] = [];
+    const decoding = this.activeByTenant("decode");
+    const prefilling = this.activeByTenant("prefill");
+    const tenants = rotation([...decoding.keys(), ...prefilling.keys()], this.servedFirst);
+    this.servedFirst = tenants[0] ?? this.servedFirst;
     let budget = this.maxTokensPerStep;
-    for (const request of this.active) {
-      if (request.phase !== "decode") continue;
-      for (const c of request.completions) {
-        if (c.stopReason || budget === 0) continue;
-        const token = c.tokens[c.tokens.length - 1] as number;
-        const slots = this.kv.appendSlots(c.id, [token]);
-        if (!slots) continue; // no block this step; it waits (or is preempted)
-        this.cache.copy(slots.copies);
-        rows.push({
-          request,
-          seqId: c.id,
-          token,
-          position: request.prompt.length + c.tokens.length - 1,
-          kvSlot: slots.slots[0] as number,
-          onLogits: (logits) => this.advance(request, c, logits),
-        });
-        budget--;
+    const queues = tenants.map((t) =>
+      (decoding.get(t) ?? []).flatMap((r) => r.completions.map((c) => ({ r, c }))),
+    );
+    const next = queues.map(() => 0);
+    for (let served = true; budget > 0 && served; ) {
+      served = false;
+      for (const [i, queue] of queues.entries()) {
+        // This tenant's next completion that takes a row this step.
+        while (budget > 0 && (next[i] as number) < queue.length) {
+          const { r, c } = queue[(next[i] as number)++] as { r: Request; c: Completion };
+          if (!this.decodeRow(r, c, rows)) continue;
+          budget--;
+          served = true;
+          break;
+        }
       }
     }
-    for (const request of this.active) {
-      if (request.phase !== "prefill" || budget === 0) continue;
-      const start = this.kv.computed(request.parentId);
-      const end = Math.min(request.prompt.length, start + budget);
-      const slots = this.kv.slots(request.parentId, start, end);
-      for (let p = start; p < end; p++) {
-        const last = p === request.prompt.length - 1;
-        rows.push({
-          request,
-          seqId: request.parentId,
-          token: request.prompt[p] as number,
-          position: p,
-          kvSlot: slots[p - start] as number,
-          soft: request.images.length > 0 ? softTokenAt(request.images, p) : undefined,
-          onLogits: last ? (logits) => this.promptDone(request, logits) : undefined,
-        });
+    const withPrefill = tenants.filter((t) => prefilling.has(t));
+    for (const [i, tenant] of withPrefill.entries()) {
+      let share = Math.ceil(budget / (withPrefill.length - i));
+      for (const request of prefilling.get(tenant) ?? []) {
+        if (share === 0) break;
+        const taken = this.prefillRows(request, share, rows);
+        share -= taken;
+        budget -= taken;
       }
-      budget -= end - start;
-      this.prefillTokens += end - start;
     }
     return rows;
+  }
+
+  /** Active requests in a phase, by tenant, in the order they became active. */
+  private activeByTenant(phase: Request["phase"]): Map<string, Request[]> {
+    const out = new Map<string, Request[]>();
+    for (const r of this.active) {
+      if (r.phase !== phase) continue;
+      const list = out.get(r.tenant);
+      if (list) list.push(r);
+      else out.set(r.tenant, [r]);
+    }
+    return out;
+  }
+
+  /** A decode row for a completion that is still generating; false when it has none this step. */
+  private decodeRow(request: Request, c: Completion, rows: Row[]): boolean {
+    if (c.stopReason) return false;
+    const token = c.tokens[c.tokens.length - 1] as number;
+    const slots = this.kv.appendSlots(c.id, [token]);
+    if (!slots) return false; // no block this step; it waits (or is preempted)
+    this.cache.copy(slots.copies);
+    rows.push({
+      request,
+      seqId: c.id,
+      token,
+      position: request.prompt.length + c.tokens.length - 1,
+      kvSlot: slots.slots[0] as number,
+      onLogits: (logits) => this.advance(request, c, logits),
+    });
+    return true;
+  }
+
+  /** Up to `limit` prompt rows of a prefilling request, from where it stands; returns how many. */
+  private prefillRows(request: Request, limit: number, rows: Row[]): number {
+    const start = this.kv.computed(request.parentId);
+    const end = Math.min(request.prompt.length, start + limit);
+    const slots = this.kv.slots(request.parentId, start, end);
+    for (let p = start; p < end; p++) {
+      const last = p === request.prompt.length - 1;
+      rows.push({
+        request,
+        seqId: request.parentId,
+        token: request.prompt[p] as number,
+        position: p,
+        kvSlot: slots[p - start] as number,
+        soft: request.images.length > 0 ? softTokenAt(request.images, p) : undefined,
+        onLogits: last ? (logits) => this.promptDone(request, logits) : undefined,
+      });
+    }
+    this.prefillTokens += end - start;
+    return end - start;
   }
 
   private promptDone(request: Request, logits: Float32Array): void {

@@ -10,8 +10,8 @@ export const bearerToken = (header: string | undefined): string | undefined =>
 
 /**
  * Recently authenticated keys, so a future's accept and its wait do not each
- * pay a database lookup. Revoking through this process forgets them at once;
- * another web process honours a revocation within CACHE_MS.
+ * pay a database lookup. Every web process forgets them as soon as the database
+ * announces a revocation (access.ts); CACHE_MS bounds a missed announcement.
  */
 const CACHE_MS = 5_000;
 const recent = new ShortCache<Caller>(CACHE_MS);
@@ -23,7 +23,10 @@ export function forgetAuthenticatedKeys(): void {
 /** The team an API key acts for, or null for a missing, unknown or revoked key. */
 export async function callerFromApiKey(db: Db, key: string | undefined): Promise<Caller | null> {
   if (!key) return null;
-  return recent.through(hashApiKey(key), () => authenticateApiKey(db, key));
+  return recent.through(hashApiKey(key), async () => {
+    const found = await authenticateApiKey(db, key);
+    return found && { ...found, sessionId: null };
+  });
 }
 
 /** The caller: `Authorization: Bearer <API key>` for programs, else the dashboard's session cookie. */
@@ -42,6 +45,8 @@ export interface ApiDeps {
   waiter: RequestWaiter;
   /** Seals the dashboard's session cookies (at least 32 characters). */
   sessionSecret: string;
+  /** Session cookies are Secure (the service is served over HTTPS). */
+  secureCookies?: boolean;
 }
 
 export function contextFactory(deps: ApiDeps) {

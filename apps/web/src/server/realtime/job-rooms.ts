@@ -3,6 +3,7 @@
 import { type Db, getJob, listMetrics } from "@opentinker/db";
 import type { Socket } from "socket.io";
 import type { Caller } from "../trpc/init.ts";
+import { resolveSocketCaller, UNAUTHENTICATED_MESSAGE } from "./auth.ts";
 import {
   type ClientToServerEvents,
   jobRoom,
@@ -24,11 +25,23 @@ export type RelaySocket = Socket<
 
 const BAD_REQUEST = "send { jobId: string }";
 
-async function subscribe(db: Db, socket: RelaySocket, request: unknown): Promise<SubscribeAck> {
+async function subscribe(
+  db: Db,
+  sessionSecret: string,
+  socket: RelaySocket,
+  request: unknown,
+): Promise<SubscribeAck> {
   const parsed = ZJobRequest.safeParse(request);
   if (!parsed.success) return { ok: false, error: BAD_REQUEST };
   const { jobId } = parsed.data;
-  const { teamId } = socket.data.caller;
+  // The handshake's credentials are checked again: the key may have been revoked,
+  // or the member removed, since the connection opened.
+  const caller = await resolveSocketCaller(db, socket.handshake, sessionSecret);
+  if (!caller || caller.teamId !== socket.data.caller.teamId) {
+    setImmediate(() => socket.disconnect(true));
+    return { ok: false, error: UNAUTHENTICATED_MESSAGE };
+  }
+  const { teamId } = caller;
   // Another team's job and a missing one get the same answer, so ids of other
   // teams' jobs cannot be probed.
   if (!(await getJob(db, teamId, jobId))) return { ok: false, error: `job ${jobId} not found` };
@@ -41,11 +54,11 @@ async function subscribe(db: Db, socket: RelaySocket, request: unknown): Promise
   return { ok: true, metrics: rows.map(({ step, name, value }) => ({ step, name, value })) };
 }
 
-export function handleJobRooms(db: Db, socket: RelaySocket): void {
+export function handleJobRooms(db: Db, sessionSecret: string, socket: RelaySocket): void {
   socket.on("subscribe", (request, ack) => {
     // Without an ack the client could not learn the outcome nor get the history.
     if (typeof ack !== "function") return;
-    subscribe(db, socket, request).then(ack, (error: unknown) => {
+    subscribe(db, sessionSecret, socket, request).then(ack, (error: unknown) => {
       console.error(`web: realtime subscribe failed: ${error instanceof Error ? error.message : error}`);
       ack({ ok: false, error: "internal error" });
     });

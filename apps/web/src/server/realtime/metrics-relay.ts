@@ -5,6 +5,7 @@
 import type { Server as HttpServer } from "node:http";
 import { type Db, listMetrics, METRICS_CHANNEL, PgListener } from "@opentinker/db";
 import { Server } from "socket.io";
+import { type AccessWatch, revokes } from "../api/access.ts";
 import { resolveSocketCaller, UNAUTHENTICATED_MESSAGE } from "./auth.ts";
 import { type ClientToServerEvents, jobRoom, REALTIME_PATH, type ServerToClientEvents } from "./events.ts";
 import { handleJobRooms, type RelaySocket, type SocketData } from "./job-rooms.ts";
@@ -50,11 +51,16 @@ async function relayNotice(io: RelayServer, db: Db, notice: MetricsNotice): Prom
 /** Serves `/socket.io` on the web process's HTTP server; resolves once the LISTEN is in place. */
 export async function attachMetricsRelay(
   server: HttpServer,
-  deps: { db: Db; url: string; sessionSecret: string },
+  deps: { db: Db; url: string; sessionSecret: string; access: AccessWatch },
 ): Promise<MetricsRelay> {
   const io: RelayServer = new Server(server, { path: REALTIME_PATH, serveClient: false });
   io.use(authenticate(deps.db, deps.sessionSecret));
-  io.on("connection", (socket) => handleJobRooms(deps.db, socket));
+  io.on("connection", (socket) => handleJobRooms(deps.db, deps.sessionSecret, socket));
+  // A revoked key or ended session loses its open connections at once, not at its next subscribe.
+  const stopWatching = deps.access.onRevoked((revocation) => {
+    for (const socket of io.of("/").sockets.values())
+      if (revokes(revocation, socket.data.caller)) socket.disconnect(true);
+  });
   const listener = new PgListener(deps.url);
   // Notices are relayed one at a time, so steps reach clients in order and a
   // job's final status never overtakes its last step.
@@ -67,6 +73,7 @@ export async function attachMetricsRelay(
       .catch((error: unknown) => console.error(`web: realtime relay failed: ${messageOf(error)}`));
   };
   const close = async () => {
+    stopWatching();
     await listener.close();
     // Closing the engine drops the transports without a disconnect packet, so
     // clients reconnect (to another process, or this one once restarted).

@@ -3,10 +3,12 @@
 // HTTP statuses.
 import {
   type Db,
+  getTeam,
   NotFoundError,
   NoWorkerError,
   QuotaExceededError,
   type RequestWaiter,
+  UnknownTeamError,
 } from "@opentinker/db";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
@@ -17,6 +19,8 @@ export interface Caller {
   teamSlug: string;
   /** The API key used, or null for a dashboard session. */
   apiKeyId: string | null;
+  /** The dashboard session used, or null for an API key. */
+  sessionId: string | null;
 }
 
 export interface Context {
@@ -37,8 +41,12 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
+const UNAUTHENTICATED = "missing, unknown or revoked API key: send Authorization: Bearer <key>";
+
 /** Translates what our packages throw into the HTTP status a client should see. */
 function asTrpcError(cause: unknown): TRPCError | null {
+  if (cause instanceof UnknownTeamError)
+    return new TRPCError({ code: "UNAUTHORIZED", message: UNAUTHENTICATED, cause });
   if (cause instanceof NotFoundError)
     return new TRPCError({ code: "NOT_FOUND", message: cause.message, cause });
   if (cause instanceof QuotaExceededError)
@@ -64,14 +72,18 @@ const domainErrors = t.middleware(async ({ next }) => {
 
 export const publicProcedure = t.procedure.use(domainErrors);
 
-/** Every team-owned procedure: resolves the caller's team or refuses with 401. */
-export const teamProcedure = publicProcedure.use(({ ctx, next }) => {
-  if (!ctx.caller)
-    throw new TRPCError({
-      code: "UNAUTHORIZED",
-      message: "missing, unknown or revoked API key: send Authorization: Bearer <key>",
-    });
-  return next({ ctx: { ...ctx, caller: ctx.caller } });
+/**
+ * Every team-owned procedure: resolves the caller's team or refuses with 401.
+ * A call that fails is checked once more: if the team was deleted meanwhile
+ * (its key was still remembered), the answer is 401, whatever the failure was.
+ */
+export const teamProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  const caller = ctx.caller;
+  if (!caller) throw new TRPCError({ code: "UNAUTHORIZED", message: UNAUTHENTICATED });
+  const result = await next({ ctx: { ...ctx, caller } });
+  if (!result.ok && result.error.code !== "UNAUTHORIZED" && !(await getTeam(ctx.db, caller.teamId)))
+    throw new TRPCError({ code: "UNAUTHORIZED", message: UNAUTHENTICATED, cause: result.error });
+  return result;
 });
 
 export function notFound(what: string, id: string): never {

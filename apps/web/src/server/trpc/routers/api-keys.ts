@@ -42,6 +42,7 @@ export const apiKeysRouter = router({
     .output(z.object({ revoked: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
       if (!(await revokeApiKey(ctx.db, ctx.caller.teamId, input.keyId))) notFound("API key", input.keyId);
+      // At once in this process; every other one forgets it on the revocation notice.
       forgetAuthenticatedKeys();
       return { revoked: true as const };
     }),

@@ -8,7 +8,7 @@ import {
   listTrajectories,
   requestJobCancel,
 } from "@opentinker/db";
-import { ZJobInput, ZJobRequest } from "@opentinker/protocol";
+import { jobSize, ZJobInput, ZJobRequest } from "@opentinker/protocol";
 import { z } from "zod";
 import { tokenizerOfBase, tokenPieces } from "../../tokenizers.ts";
 import { notFound, router, teamProcedure } from "../init.ts";
@@ -81,7 +81,9 @@ export const jobsRouter = router({
           adapterId: input.adapterId,
           kind: input.kind,
           config: input.config as object,
+          size: jobSize(input),
           ...("environmentId" in input ? { environmentId: input.environmentId } : {}),
+          ...(input.kind === "EVAL" && input.config.handle ? { handle: input.config.handle } : {}),
         }),
       );
     }),

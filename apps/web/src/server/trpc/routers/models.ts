@@ -18,6 +18,8 @@ const ZBaseModel = z.object({
   vocabSize: z.number(),
   contextLength: z.number(),
   visionLanguage: z.boolean(),
+  /** Positions one image takes (vision-language models), else null. */
+  imageTokens: z.number().nullable(),
 });
 
 export const modelsRouter = router({
@@ -27,13 +29,14 @@ export const modelsRouter = router({
     .output(z.array(ZBaseModel))
     .query(async ({ ctx }) =>
       (await listBaseModels(ctx.db)).map(
-        ({ id, name, architecture, vocabSize, contextLength, visionLanguage }) => ({
+        ({ id, name, architecture, vocabSize, contextLength, visionLanguage, imageTokens }) => ({
           id,
           name,
           architecture,
           vocabSize,
           contextLength,
           visionLanguage,
+          imageTokens,
         }),
       ),
     ),

@@ -1,9 +1,11 @@
 // Sampling calls by policy handle (or the bare base model): the handle must be a
 // snapshot of the caller's team; the call goes to the base model's workers.
-import { type Db, enqueueSamplingRequest } from "@opentinker/db";
+import { type Db, enqueueSamplingRequest, getBaseModelLimits, snapshotPolicy } from "@opentinker/db";
 import {
+  logprobSequenceError,
+  type ModelLimits,
   type PolicyRef,
-  tokenRangeError,
+  samplePromptError,
   ZComputeLogprobsInput,
   ZFutureRef,
   ZSampleInput,
@@ -15,7 +17,7 @@ import { enqueueWithInlineWait } from "../inline-wait.ts";
 
 interface Target {
   baseModelId: string;
-  vocabSize: number;
+  model: ModelLimits;
   adapterId: string | null;
 }
 
@@ -37,21 +39,17 @@ async function resolvePolicy(db: Db, teamId: string, policy: PolicyRef): Promise
 
 async function lookUpPolicy(db: Db, teamId: string, policy: PolicyRef): Promise<Target> {
   if ("baseModel" in policy) {
-    const base = await db.baseModel.findUnique({ where: { name: policy.baseModel } });
+    const base = await getBaseModelLimits(db, policy.baseModel);
     if (!base) badRequest(`policy.baseModel: unknown base model "${policy.baseModel}"`);
-    return { baseModelId: base.id, vocabSize: base.vocabSize, adapterId: null };
+    return { baseModelId: base.id, model: base, adapterId: null };
   }
-  const snapshot = await db.snapshot.findFirst({
-    where: { teamId, handle: policy.handle },
-    select: {
-      adapterId: true,
-      adapter: { select: { baseModel: { select: { id: true, vocabSize: true } } } },
-    },
-  });
+  // Within the caller's team: another team's handle answers like an unknown one.
+  const snapshot = await snapshotPolicy(db, teamId, policy.handle);
   if (!snapshot) notFound("policy", policy.handle);
-  const base = snapshot.adapter.baseModel;
-  return { baseModelId: base.id, vocabSize: base.vocabSize, adapterId: snapshot.adapterId };
+  return { baseModelId: snapshot.baseModel.id, model: snapshot.baseModel, adapterId: snapshot.adapterId };
 }
+
+const target = ({ baseModelId, adapterId }: Target) => ({ baseModelId, adapterId });
 
 export const samplingRouter = router({
   sample: teamProcedure
@@ -59,13 +57,13 @@ export const samplingRouter = router({
     .input(ZSampleInput.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
     .mutation(async ({ ctx, input: { waitMs, ...input } }) => {
-      const target = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
-      const problem = tokenRangeError(input.prompt, target.vocabSize, "prompt");
+      const resolved = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
+      const problem = samplePromptError(input.prompt, resolved.model);
       if (problem) badRequest(problem);
       return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
         enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
           kind: "SAMPLE",
-          ...target,
+          ...target(resolved),
           payload: input,
           requestId,
         }),
@@ -76,16 +74,19 @@ export const samplingRouter = router({
     .meta({
       openapi: { method: "POST", path: "/v1/sampling/compute-logprobs", protect: true, tags: ["sampling"] },
     })
-    .input(ZComputeLogprobsInput)
+    .input(ZComputeLogprobsInput.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
-    .mutation(async ({ ctx, input }) => {
-      const target = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
-      const problem = tokenRangeError(input.sequence, target.vocabSize, "sequence");
+    .mutation(async ({ ctx, input: { waitMs, ...input } }) => {
+      const resolved = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
+      const problem = logprobSequenceError(input.sequence, resolved.model);
       if (problem) badRequest(problem);
-      return enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
-        kind: "COMPUTE_LOGPROBS",
-        ...target,
-        payload: input,
-      });
+      return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
+        enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
+          kind: "COMPUTE_LOGPROBS",
+          ...target(resolved),
+          payload: input,
+          requestId,
+        }),
+      );
     }),
 });

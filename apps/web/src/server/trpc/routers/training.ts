@@ -1,9 +1,18 @@
-// Training calls: validated here (shapes, token ranges) so that a bad call is a
-// 400 naming the field, then queued in the adapter's order as a future.
-import { type Db, enqueueTrainingRequest, type TrainingRequestKind } from "@opentinker/db";
+// Training calls: validated here against the adapter's base model (shapes,
+// token ranges, lengths, images) and the adapter's own checkpoints, so that a
+// bad call is a 4xx naming the field with nothing written, then queued in the
+// adapter's order as a future.
+import {
+  adapterBaseModel,
+  type Db,
+  enqueueTrainingRequest,
+  findCheckpoint,
+  type TrainingRequestKind,
+} from "@opentinker/db";
 import {
   datumsError,
-  type ForwardInput,
+  type ModelLimits,
+  parseStatePath,
   ZForwardInput,
   ZFutureRef,
   ZLoadStateInput,
@@ -12,31 +21,53 @@ import {
   ZSaveWeightsInput,
   ZWaitMs,
 } from "@opentinker/protocol";
+import { TRPCError } from "@trpc/server";
 import type { z } from "zod";
 import { ShortCache } from "../../short-cache.ts";
-import { badRequest, notFound, router, teamProcedure } from "../init.ts";
+import { badRequest, type Caller, notFound, router, teamProcedure } from "../init.ts";
 import { enqueueWithInlineWait } from "../inline-wait.ts";
 
 // An adapter's base model never changes; remembered so that each call of a training loop need not look it up.
-const vocabularies = new ShortCache<number>(60_000);
+const baseModels = new ShortCache<ModelLimits>(60_000);
 
-async function vocabOf(db: Db, teamId: string, adapterId: string): Promise<number> {
-  const vocabSize = await vocabularies.through(`${teamId}\0${adapterId}`, async () => {
-    const adapter = await db.adapter.findFirst({
-      where: { id: adapterId, teamId },
-      select: { baseModel: { select: { vocabSize: true } } },
-    });
-    return adapter?.baseModel.vocabSize ?? null;
-  });
-  if (vocabSize === null) notFound("adapter", adapterId);
-  return vocabSize;
+async function baseModelOf(db: Db, teamId: string, adapterId: string): Promise<ModelLimits> {
+  const model = await baseModels.through(`${teamId}\0${adapterId}`, () =>
+    adapterBaseModel(db, teamId, adapterId),
+  );
+  if (model === null) notFound("adapter", adapterId);
+  return model;
 }
 
-/** Checks what the schema cannot (token ranges, lengths): a message naming the field, or null. */
-type PayloadCheck<T> = (payload: T, vocabSize: number) => string | null;
+/** What a call's own check may consult: the database, the caller and the adapter's base model. */
+interface CallScope {
+  db: Db;
+  caller: Caller;
+  model: ModelLimits;
+}
 
-const checkDatums: PayloadCheck<ForwardInput> = (payload, vocabSize) =>
-  datumsError(payload.data, payload.lossFn, vocabSize);
+/** Checks what the schema cannot, throwing the 4xx that names the field. */
+type PayloadCheck<T> = (payload: T, scope: CallScope) => void | Promise<void>;
+
+const checkDatums: PayloadCheck<z.infer<typeof ZForwardInput>> = (payload, { model }) => {
+  const problem = datumsError(payload.data, payload.lossFn, model);
+  if (problem) badRequest(problem);
+};
+
+const checkNewState: PayloadCheck<z.infer<typeof ZSaveStateInput>> = async (payload, { db, caller }) => {
+  if (await findCheckpoint(db, caller.teamId, payload.adapterId, payload.name))
+    throw new TRPCError({
+      code: "CONFLICT",
+      message: `name: adapter ${payload.adapterId} already has a checkpoint named "${payload.name}"`,
+    });
+};
+
+/** Only this adapter's own checkpoints load; any other path answers as a missing one. */
+const checkSavedState: PayloadCheck<z.infer<typeof ZLoadStateInput>> = async (payload, { db, caller }) => {
+  const state = parseStatePath(payload.path);
+  const own = state?.team === caller.teamSlug && state.adapter === payload.adapterId;
+  if (!own || !(await findCheckpoint(db, caller.teamId, payload.adapterId, state.name)))
+    notFound("checkpoint", payload.path);
+};
 
 function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
   kind: TrainingRequestKind,
@@ -53,10 +84,8 @@ function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
       const { waitMs, ...rest } = withWait as { waitMs?: number };
       const payload = rest as z.infer<z.ZodObject<S>>;
       const { adapterId } = payload as { adapterId: string };
-      if (check) {
-        const problem = check(payload, await vocabOf(ctx.db, ctx.caller.teamId, adapterId));
-        if (problem) badRequest(problem);
-      }
+      const model = await baseModelOf(ctx.db, ctx.caller.teamId, adapterId);
+      await check?.(payload, { db: ctx.db, caller: ctx.caller, model });
       return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
         enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
           adapterId,
@@ -77,6 +106,6 @@ export const trainingRouter = router({
     "/v1/training/save-weights-for-sampler",
     ZSaveWeightsInput,
   ),
-  saveState: call("SAVE_STATE", "/v1/training/save-state", ZSaveStateInput),
-  loadState: call("LOAD_STATE", "/v1/training/load-state", ZLoadStateInput),
+  saveState: call("SAVE_STATE", "/v1/training/save-state", ZSaveStateInput, checkNewState),
+  loadState: call("LOAD_STATE", "/v1/training/load-state", ZLoadStateInput, checkSavedState),
 });
