@@ -1,24 +1,43 @@
 // `npm start`: database (DATABASE_URL, or an embedded Postgres under .data/),
 // migrations, seed, dashboard build, then the web process and one worker.
-import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import {
   createDb,
   type DatabaseServer,
   DatabaseUnreachableError,
+  type Db,
   DEMO_USER_EMAIL,
   describeDatabaseUrl,
   migrate,
   openDatabaseServer,
+  releaseLostWorker,
   seed,
 } from "@opentinker/db";
 import { baseModels } from "./base-models.ts";
 import { withBuildLock } from "./build-lock.ts";
 import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
-import { runCommand, spawnService, stopProcess } from "./processes.ts";
+import { runCommand, spawnService } from "./processes.ts";
 import { sessionSecret } from "./session-secret.ts";
+import { Supervised } from "./supervise.ts";
 
 const say = (line: string) => console.log(`opentinker: ${line}`);
+
+/** What runs once the database is up; stopped in reverse on Ctrl-C or a failed start. */
+interface Services {
+  db: Db | null;
+  web: Supervised | null;
+  worker: Supervised | null;
+  /** The worker process's row, from its "registered as" line. */
+  workerId: string | null;
+}
+
+async function stopServices(services: Services): Promise<void> {
+  await Promise.all([services.web?.stop(), services.worker?.stop()]);
+  // A worker that had to be killed could not release what it held: do it for it.
+  if (services.db && services.workerId)
+    await releaseLostWorker(services.db, services.workerId).catch(() => {});
+  await services.db?.$disconnect();
+}
 
 async function main(): Promise<void> {
   const env = readStartEnv();
@@ -28,33 +47,34 @@ async function main(): Promise<void> {
       ? `database: embedded Postgres at ${describeDatabaseUrl(server.url)} (files in ${path.join(env.OPENTINKER_DATA_DIR, "pg")})`
       : `database: ${describeDatabaseUrl(server.url)}`,
   );
-  const children: ChildProcess[] = [];
+  const services: Services = { db: null, web: null, worker: null, workerId: null };
   let stopping = false;
   const shutdown = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    await Promise.all(children.map((child) => stopProcess(child)));
+    say("stopping: the web process and the worker drain, then the database stops");
+    await stopServices(services);
     await server.stop();
+    say("stopped");
     process.exit(code);
   };
   process.on("SIGINT", () => void shutdown(0));
   process.on("SIGTERM", () => void shutdown(0));
   try {
-    await startServices(env, server, children, { shutdown, stopping: () => stopping });
+    await startServices(env, server, services, (reason) => {
+      if (stopping) return;
+      console.error(`opentinker: ${reason}; stopping`);
+      void shutdown(1);
+    });
   } catch (error) {
     // Don't leave an embedded cluster (or a child) running behind a failed start.
-    await Promise.all(children.map((child) => stopProcess(child)));
+    await stopServices(services);
     await server.stop();
     throw error;
   }
 }
 
-async function startServices(
-  env: StartEnv,
-  server: DatabaseServer,
-  children: ChildProcess[],
-  lifecycle: { shutdown: (code: number) => Promise<void>; stopping: () => boolean },
-): Promise<void> {
+async function prepare(env: StartEnv, server: DatabaseServer): Promise<NodeJS.ProcessEnv> {
   const migrated = await migrate(server.url);
   say(
     migrated.applied.length
@@ -92,26 +112,63 @@ async function startServices(
     );
     if (built !== 0) throw new Error(`the build failed (exit ${built}); see the output above`);
   }
+  return childEnv;
+}
 
+/**
+ * Starts the web process and one worker under supervision: each is restarted
+ * with backoff if it dies once up (a lost worker's rows are released at once,
+ * so its jobs resume elsewhere), while the other keeps serving.
+ */
+async function startServices(
+  env: StartEnv,
+  server: DatabaseServer,
+  services: Services,
+  failed: (reason: string) => void,
+): Promise<void> {
+  const childEnv = await prepare(env, server);
+  const db = createDb(server.url);
+  services.db = db;
   const url = await new Promise<string>((resolve, reject) => {
-    const web = spawnService(path.join(REPO_ROOT, "apps/web/src/server/main.ts"), childEnv, (line) => {
-      console.log(line);
-      const ready = /^web: listening on (\S+)$/.exec(line);
-      if (ready?.[1]) resolve(ready[1]);
-    });
-    const worker = spawnService(path.join(REPO_ROOT, "apps/worker/src/main.ts"), childEnv, (line) =>
-      console.log(line),
+    const failedToStart = (reason: string) => {
+      reject(new Error(reason));
+      failed(reason);
+    };
+    const web: Supervised = new Supervised(
+      "web",
+      () =>
+        spawnService(path.join(REPO_ROOT, "apps/web/src/server/main.ts"), childEnv, (line) => {
+          console.log(line);
+          const ready = /^web: listening on (\S+)$/.exec(line);
+          if (!ready?.[1]) return;
+          web.markReady();
+          resolve(ready[1]);
+        }),
+      { say, failedToStart },
     );
-    for (const child of [web, worker]) {
-      children.push(child);
-      child.once("exit", (code, signal) => {
-        if (lifecycle.stopping()) return;
-        const reason = `${child === web ? "web" : "worker"} process exited (${signal ?? `code ${code}`})`;
-        reject(new Error(reason));
-        console.error(`opentinker: ${reason}; stopping`);
-        void lifecycle.shutdown(1);
-      });
-    }
+    const worker: Supervised = new Supervised(
+      "worker",
+      () =>
+        spawnService(path.join(REPO_ROOT, "apps/worker/src/main.ts"), childEnv, (line) => {
+          console.log(line);
+          const ready = /^worker: registered as (\S+)/.exec(line);
+          if (!ready?.[1]) return;
+          services.workerId = ready[1];
+          worker.markReady();
+        }),
+      {
+        say,
+        failedToStart,
+        // Its jobs go back to the queue and its adapters free up now, not after its heartbeat goes stale.
+        afterExit: async () => {
+          if (services.workerId) await releaseLostWorker(db, services.workerId);
+        },
+      },
+    );
+    services.web = web;
+    services.worker = worker;
+    web.start();
+    worker.start();
   });
   say(`OpenTinker is running at ${url}  (Ctrl-C stops it)`);
 }

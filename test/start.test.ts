@@ -1,6 +1,6 @@
 // `npm start` end to end: embedded Postgres, migrations, seed, build, web and
 // worker, exactly as a new user runs it (DATABASE_URL unset).
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -57,6 +57,17 @@ async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** The pid of the worker process `npm start` runs (in its process group). */
+function workerPid(started: Started): number | undefined {
+  const ps = spawnSync("ps", ["-e", "-o", "pid=,pgid=,args="], { encoding: "utf8" });
+  for (const line of ps.stdout.split("\n")) {
+    const [pid, pgid, ...args] = line.trim().split(/\s+/);
+    if (Number(pgid) === started.child.pid && args.join(" ").includes("apps/worker/src/main.ts"))
+      return Number(pid);
+  }
+  return undefined;
 }
 
 function runRemoteExample(url: string, key: string): Promise<{ code: number | null; output: string }> {
@@ -141,10 +152,42 @@ describe("npm start", () => {
       expect(second.output()).toContain("schema up to date");
       expect(second.output()).not.toContain("API key");
       expect((await fetch(`${url}/api/health`)).status).toBe(200);
+
+      // A worker that dies is restarted while the web process keeps serving.
+      type Online = { workers: { online: number } };
+      await until(
+        () => (/worker: registered as/.test(second.output()) ? true : undefined),
+        "the worker",
+        60_000,
+      );
+      const pid = await until(() => workerPid(second), "the worker's pid", 10_000);
+      process.kill(pid, "SIGKILL");
+      await until(
+        () =>
+          /opentinker: worker process exited \(SIGKILL\); restarting it in 1 s \(restart 1\)/.test(
+            second.output(),
+          )
+            ? true
+            : undefined,
+        "the restart notice",
+        30_000,
+      );
+      // Released at once: the dead worker is offline before any heartbeat could go stale.
+      expect(((await (await fetch(`${url}/api/health`)).json()) as Online).workers.online).toBe(0);
+      await until(
+        () => ((second.output().match(/worker: registered as/g) ?? []).length === 2 ? true : undefined),
+        "the restarted worker",
+        60_000,
+      );
+      const health = await fetch(`${url}/api/health`);
+      expect(health.status).toBe(200);
+      expect(((await health.json()) as Online).workers.online).toBe(1);
+      expect(workerPid(second)).not.toBe(pid);
     } finally {
       interrupt(second);
     }
     expect([0, "SIGINT"]).toContain(await second.exit);
+    expect(second.output()).toMatch(/opentinker: stopped/);
   }, 600_000);
 
   it("an unreachable DATABASE_URL stops start-up with one line naming the host", async () => {

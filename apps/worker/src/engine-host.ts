@@ -110,8 +110,21 @@ export class EngineHost {
     return opened;
   }
 
-  /** Set on SIGTERM: long-running jobs checkpoint and hand over at their next step. */
-  draining = false;
+  private readonly drainController = new AbortController();
+
+  /** Set on SIGTERM: running jobs stop within their step and go back to the queue. */
+  get draining(): boolean {
+    return this.drainController.signal.aborted;
+  }
+
+  /** Aborts when the worker starts draining. */
+  get drainSignal(): AbortSignal {
+    return this.drainController.signal;
+  }
+
+  drain(): void {
+    this.drainController.abort();
+  }
 
   /** Drops every adapter's in-memory state (this worker was written off as lost). */
   releaseAll(): void {

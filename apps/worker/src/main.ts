@@ -30,8 +30,8 @@ async function main(): Promise<void> {
     stopping = true;
     console.log(`worker: ${signal}, draining`);
     try {
-      // Running jobs finish (a server-side job checkpoints and stops at its next step).
-      host.draining = true;
+      // Running calls finish; a server-side job stops within its step and goes back to the queue.
+      host.drain();
       await runner?.stop();
       if (heartbeat) {
         await heartbeat.stop();

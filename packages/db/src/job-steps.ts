@@ -3,6 +3,7 @@
 // the dashboard's live charts update.
 import type { Db } from "./client.ts";
 import type { JobStatus } from "./generated/prisma/enums.ts";
+import { queueJobRun } from "./jobs.ts";
 import { recordMetrics } from "./metrics.ts";
 import { METRICS_CHANNEL } from "./queue-names.ts";
 import { insertTrajectories, type TrajectoryInput } from "./trajectories.ts";
@@ -68,4 +69,14 @@ export async function finishJob(
   await db.job.update({ where: { id: job.id }, data: { status, error, finishedAt: new Date() } });
   const notice = JSON.stringify({ teamId: job.teamId, jobId: job.id, status });
   await db.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${notice})`;
+}
+
+/** A job its worker stopped before the end (draining): back to the queue, to resume from its last checkpoint. */
+export async function requeueJob(db: Db, job: { teamId: string; id: string }): Promise<void> {
+  const notice = JSON.stringify({ teamId: job.teamId, jobId: job.id, status: "QUEUED" });
+  await db.$transaction(async (tx) => {
+    await tx.job.update({ where: { id: job.id }, data: { status: "QUEUED", workerId: null } });
+    await queueJobRun(tx, job.id);
+    await tx.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${notice})`;
+  });
 }

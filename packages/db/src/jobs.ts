@@ -23,6 +23,15 @@ export interface EnqueueJobInput extends CreateJobInput {
   handle?: string;
 }
 
+/** A run is retried this often (a worker that dies mid-run hands it to another). */
+const JOB_MAX_ATTEMPTS = 25;
+
+/** Queues a job's run for any worker; its queue key is the job's, so a job has one queued run at most. */
+export async function queueJobRun(db: DbTx, jobId: string): Promise<void> {
+  await db.$executeRaw`SELECT graphile_worker.add_job(${tasks.job}, json_build_object('jobId', ${jobId}::text),
+    max_attempts => ${JOB_MAX_ATTEMPTS}::int, job_key => ${`job:${jobId}`}::text)`;
+}
+
 export function createJob(db: DbTx, teamId: string, input: CreateJobInput) {
   return db.job.create({ data: { ...input, teamId }, select: jobSelect });
 }
@@ -84,8 +93,7 @@ export function enqueueJob(db: Db, teamId: string, input: EnqueueJobInput) {
     });
     if (busy) throw new RangeError(`adapter ${adapter.id} is already being trained by job ${busy.id}`);
     const created = await createJob(tx, teamId, job);
-    await tx.$executeRaw`SELECT graphile_worker.add_job(${tasks.job}, json_build_object('jobId', ${created.id}::text),
-      max_attempts => 25, job_key => ${`job:${created.id}`}::text)`;
+    await queueJobRun(tx, created.id);
     return created;
   });
 }

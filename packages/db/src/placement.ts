@@ -3,7 +3,7 @@
 // heartbeat stops, its adapters are released and re-placed on their next call,
 // from their last checkpoint.
 import type { DbTx } from "./client.ts";
-import { REQUEST_CHANNEL, tasks } from "./queue-names.ts";
+import { METRICS_CHANNEL, REQUEST_CHANNEL, tasks } from "./queue-names.ts";
 
 export class NoWorkerError extends Error {
   override name = "NoWorkerError";
@@ -61,7 +61,21 @@ export async function reapLostWorkers(db: DbTx): Promise<string[]> {
   return lost.map((w) => w.id);
 }
 
-/** Releases what a worker held: its adapters, its training queue, its job locks. */
+/**
+ * A worker known to be gone (its supervisor saw it exit): marked offline and
+ * everything it held released at once, without waiting for its heartbeat to go stale.
+ */
+export async function releaseLostWorker(db: DbTx, workerId: string): Promise<void> {
+  const [row] = await db.$queryRaw<{ queueWorkerIds: string[] }[]>`
+    UPDATE "Worker" SET status = 'OFFLINE' WHERE id = ${workerId} RETURNING "queueWorkerIds"`;
+  if (row) await releaseWorker(db, workerId, row.queueWorkerIds);
+}
+
+/**
+ * Releases what a worker held: its adapters, its training queue, its job locks,
+ * and its running jobs (back to the queue, to resume from their last checkpoint
+ * on another worker; cancelled instead when a cancel was asked for).
+ */
 export async function releaseWorker(db: DbTx, workerId: string, queueWorkerIds: string[]): Promise<void> {
   const adapters = await db.adapter.findMany({ where: { workerId }, select: { id: true } });
   for (const adapter of adapters)
@@ -76,6 +90,15 @@ export async function releaseWorker(db: DbTx, workerId: string, queueWorkerIds: 
   // Its training jobs belong to requests failed above; nobody else may run them.
   await db.$executeRaw`SELECT graphile_worker.complete_jobs(
     ARRAY(SELECT id FROM graphile_worker.jobs WHERE task_identifier = ${tasks.train(workerId)}))`;
+  await db.$executeRaw`
+    WITH released AS (
+      UPDATE "Job" SET "workerId" = NULL,
+        status = CASE WHEN "cancelRequestedAt" IS NULL THEN 'QUEUED' ELSE 'CANCELLED' END::"JobStatus",
+        "finishedAt" = CASE WHEN "cancelRequestedAt" IS NULL THEN NULL ELSE now() END
+      WHERE "workerId" = ${workerId} AND status = 'RUNNING'
+      RETURNING id, "teamId", status::text AS status)
+    SELECT pg_notify(${METRICS_CHANNEL}, json_build_object('teamId', "teamId", 'jobId', id, 'status', status)::text)
+    FROM released`;
 }
 
 /** Fails every unfinished request of an adapter (its worker was lost). */

@@ -28,6 +28,8 @@ export interface JobRun {
   startStep: number;
   /** True when the job should stop at the next step boundary (cancelled, draining). */
   shouldStop: () => Promise<boolean>;
+  /** Aborts the step in flight (cancelled, draining): nothing of it is trained or stored. */
+  signal: AbortSignal;
 }
 
 /** A job's checkpoint after `step` steps; its name is how a resumed job finds it. */
@@ -48,7 +50,7 @@ async function runRl(run: JobRun): Promise<void> {
     groupsPerBatch: config.groupsPerStep,
     groupSize: config.groupSize,
   };
-  const client = new JobTrainingClient(host, session, job.id);
+  const client = new JobTrainingClient(host, session, job.id, run.signal);
   await trainRl({
     trainingClient: client,
     dataset: environmentDataset(environmentOf(job), { ...shape, split: "train", batches: config.steps }),
@@ -59,6 +61,7 @@ async function runRl(run: JobRun): Promise<void> {
     seed: config.seed,
     startStep: run.startStep,
     shouldStop: run.shouldStop,
+    signal: run.signal,
     ...(config.validation
       ? {
           validation: {
@@ -115,7 +118,7 @@ async function runEval(run: JobRun): Promise<void> {
   const config = ZEvalJobConfig.parse(job.config);
   const baseId = session.adapter.baseModelId;
   const handle = config.handle ?? (await session.saveWeightsForSampler(job.id)).handle;
-  const sampler = await jobSampler(host, session.adapter, handle);
+  const sampler = await jobSampler(host, session.adapter, handle, run.signal);
   const dataset = environmentDataset(environmentOf(job), {
     tokenizer: tokenizerOf(host, baseId),
     split: "validation",
@@ -124,7 +127,13 @@ async function runEval(run: JobRun): Promise<void> {
     groupsPerBatch: config.groups,
     groupSize: config.groupSize,
   });
-  const result = await evaluate(sampler, dataset, { sampling: config.sampling, seed: config.seed });
+  const result = await evaluate(sampler, dataset, {
+    sampling: config.sampling,
+    seed: config.seed,
+    signal: run.signal,
+  });
+  // Cut short: the job stops (or goes back to the queue) with nothing half evaluated stored.
+  if (run.signal.aborted) return;
   await recordJobStep(host.db, job, 0, result.metrics, trajectoryRows(result.groups, 0));
 }
 

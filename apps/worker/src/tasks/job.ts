@@ -2,7 +2,7 @@
 // up again by another worker (the queue releases the lost worker's lock) and
 // resumes from its last checkpoint; a worker that drains checkpoints and hands
 // the job back to the queue.
-import { type Db, discardJobStepsFrom, finishJob, startJob } from "@opentinker/db";
+import { type Db, discardJobStepsFrom, finishJob, requeueJob, startJob } from "@opentinker/db";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { EngineHost } from "../engine-host.ts";
@@ -38,9 +38,34 @@ async function resumePoint(db: Db, job: JobRow, session: Awaited<ReturnType<Engi
   return step;
 }
 
-async function handBack(db: Db, jobId: string): Promise<void> {
-  await db.$executeRaw`SELECT graphile_worker.add_job('job', json_build_object('jobId', ${jobId}::text),
-    max_attempts => 25, job_key => ${`job:${jobId}`}::text)`;
+/** How often a running job looks for its cancellation. */
+const CANCEL_POLL_MS = 500;
+
+/**
+ * Aborts a running job's signal when it is cancelled or the worker drains, so
+ * the step in flight ends at once (its rollout is cut short and not stored).
+ */
+function watchJob(db: Db, host: EngineHost, jobId: string) {
+  const controller = new AbortController();
+  let cancelled = false;
+  const check = async () => {
+    const row = await db.job.findUnique({ where: { id: jobId }, select: { cancelRequestedAt: true } });
+    if (row?.cancelRequestedAt) {
+      cancelled = true;
+      controller.abort();
+    }
+  };
+  const timer = setInterval(() => void check().catch(() => {}), CANCEL_POLL_MS);
+  return {
+    signal: AbortSignal.any([controller.signal, host.drainSignal]),
+    cancelled: () => cancelled,
+    /** Asked at each step boundary too: a cancel that came between polls. */
+    shouldStop: async () => {
+      if (!host.draining && !cancelled) await check();
+      return host.draining || cancelled;
+    },
+    stop: () => clearInterval(timer),
+  };
 }
 
 export function jobTask(db: Db, host: EngineHost, workerId: string): Task {
@@ -53,18 +78,12 @@ export function jobTask(db: Db, host: EngineHost, workerId: string): Task {
     // The job holds its adapter's training state here, rebuilt from the checkpoint.
     await db.adapter.update({ where: { id: job.adapterId }, data: { workerId } });
     host.release(job.adapterId);
-    let cancelled = false;
-    const shouldStop = async () => {
-      if (host.draining) return true;
-      const row = await db.job.findUnique({ where: { id: job.id }, select: { cancelRequestedAt: true } });
-      cancelled = row?.cancelRequestedAt != null;
-      return cancelled;
-    };
+    const watch = watchJob(db, host, job.id);
     try {
       const session = await host.session(job.teamId, job.adapterId);
       const startStep = await resumePoint(db, job, session);
-      await runJob({ host, job, session, startStep, shouldStop });
-      if (host.draining && !cancelled) {
+      await runJob({ host, job, session, startStep, shouldStop: watch.shouldStop, signal: watch.signal });
+      if (host.draining && !watch.cancelled()) {
         // Checkpoint where it stopped, so another worker continues from there.
         const { step } = await db.job.findUniqueOrThrow({ where: { id: job.id }, select: { step: true } });
         const name = checkpointName(job.id, step);
@@ -72,13 +91,14 @@ export function jobTask(db: Db, host: EngineHost, workerId: string): Task {
           !(await db.checkpoint.findUnique({ where: { adapterId_name: { adapterId: job.adapterId, name } } }))
         )
           await session.saveState(name, job.id);
-        await handBack(db, job.id);
+        await requeueJob(db, job);
         return;
       }
-      await finishJob(db, job, cancelled ? "CANCELLED" : "SUCCEEDED");
+      await finishJob(db, job, watch.cancelled() ? "CANCELLED" : "SUCCEEDED");
     } catch (error) {
       await finishJob(db, job, "FAILED", errorMessage(error));
     } finally {
+      watch.stop();
       host.release(job.adapterId);
       await db.adapter.updateMany({ where: { id: job.adapterId, workerId }, data: { workerId: null } });
     }

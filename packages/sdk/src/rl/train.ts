@@ -53,6 +53,11 @@ export interface TrainRlConfig {
   onStep?: (step: number, groups: TrajectoryGroup[], record: MetricsRecord) => Promise<void>;
   /** Asked before each step; true ends the run early (cancelled, or the worker drains). */
   shouldStop?: () => boolean | Promise<boolean>;
+  /**
+   * Ends the run within the step in flight: its rollout is cut short and nothing
+   * of that step is trained or stored (the run ends as if stopped before it).
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -114,7 +119,7 @@ export function envMetricMeans(trajectories: Trajectory[], prefix = ""): Record<
 export async function evaluate(
   sampler: SyncedSampler,
   dataset: RlDataset,
-  config: Pick<TrainRlConfig, "sampling" | "maxTurns" | "seed">,
+  config: Pick<TrainRlConfig, "sampling" | "maxTurns" | "seed" | "signal">,
 ) {
   const groups: TrajectoryGroup[] = [];
   for (let b = 0; b < dataset.batches; b++) {
@@ -124,6 +129,7 @@ export async function evaluate(
         ...(config.seed === undefined ? {} : { seed: config.seed + b * 1_000_003 }),
         ...(config.sampling ? { sampling: config.sampling } : {}),
         ...(config.maxTurns ? { maxTurns: config.maxTurns } : {}),
+        ...(config.signal ? { signal: config.signal } : {}),
       })),
     );
   }
@@ -189,7 +195,10 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
       ...(config.seed === undefined ? {} : { seed: config.seed + step * 1_000_003 }),
       ...(config.sampling ? { sampling: config.sampling } : {}),
       ...(config.maxTurns ? { maxTurns: config.maxTurns } : {}),
+      ...(config.signal ? { signal: config.signal } : {}),
     });
+    // Cut short: this step's episodes are incomplete, so none of it is trained or stored.
+    if (config.signal?.aborted) break;
     const { record, trained } = await trainOnGroups(config, groups, sampler.version);
     record.step = step;
     // Sync point: the next rollout window samples the new snapshot.
@@ -200,7 +209,9 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
       record["checkpoint/saved"] = 1;
     }
     if (config.validation && (step + 1) % config.validation.every === 0) {
-      Object.assign(record, (await evaluate(sampler, config.validation.dataset, config)).metrics, { step });
+      const validation = await evaluate(sampler, config.validation.dataset, config);
+      // The step itself was trained; an interrupted validation is left out rather than recorded half done.
+      if (!config.signal?.aborted) Object.assign(record, validation.metrics, { step });
     }
     await config.onStep?.(step, groups, record);
     config.sink?.write(record);

@@ -15,10 +15,23 @@ export interface RolloutOptions {
   maxTurns?: number;
   /** Makes the window reproducible: every episode gets its own seed derived from it. */
   seed?: number;
+  /** Ends every episode at once (each fails with the reason): a cancelled or draining run. */
+  signal?: AbortSignal;
 }
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** `work`, or a rejection as soon as `signal` aborts (the work itself is left to settle). */
+function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(new Error("the rollout was aborted"));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error("the rollout was aborted"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** One episode. Failures end it with a reason instead of throwing. */
@@ -29,23 +42,23 @@ export async function rolloutEnv(
 ): Promise<Trajectory> {
   const transitions: Transition[] = [];
   const trajectory: Trajectory = { transitions, policyVersion: options.policyVersion };
+  const { signal } = options;
   try {
-    let { observation, stop } = await env.initialObservation();
+    let { observation, stop } = await abortable(env.initialObservation(), signal);
     for (let turn = 0; turn < (options.maxTurns ?? 64); turn++) {
-      const response = await (
-        await sampler.sample(observation, 1, {
-          ...options.sampling,
-          stop: stop.stop,
-          maxTokens: stop.maxTokens,
-          ...(options.seed === undefined ? {} : { seed: (options.seed + turn * 7919) >>> 0 }),
-        })
-      ).result();
+      const future = await sampler.sample(observation, 1, {
+        ...options.sampling,
+        stop: stop.stop,
+        maxTokens: stop.maxTokens,
+        ...(options.seed === undefined ? {} : { seed: (options.seed + turn * 7919) >>> 0 }),
+      });
+      const response = await abortable(future.result(), signal);
       const sequence = response.sequences[0];
       if (!sequence) throw new Error("the sampler returned no sequence");
       // Recorded now, before the environment can see (or change) the action.
       const actionTokens = [...sequence.tokens];
       const actionLogprobs = [...sequence.logprobs];
-      const result = await env.step([...sequence.tokens]);
+      const result = await abortable(env.step([...sequence.tokens]), signal);
       if (!Number.isFinite(result.reward))
         throw new Error(`the environment returned reward ${result.reward}`);
       transitions.push({
