@@ -1,18 +1,86 @@
 // Server-side jobs on real worker processes: an RL job runs to the end and stores
 // every step; killed mid-run, it resumes on another worker from its checkpoint
 // with nothing applied twice, lost or duplicated.
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team, until } from "./harness.ts";
 
 let cp: ControlPlane;
 let team: Team;
+let gate: Gate;
+
+/**
+ * A remote environment whose steps can be held: once `holdAfter` steps have
+ * been answered, later ones wait until `open()`, so a job can be caught at a
+ * chosen point of a chosen step.
+ */
+class Gate {
+  answered = 0;
+  holdAfter = Number.POSITIVE_INFINITY;
+  private readonly held: ServerResponse[] = [];
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
+
+  static start(): Promise<Gate> {
+    let next = 0;
+    let gate: Gate | undefined;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.setHeader("content-type", "application/json");
+        if (req.url === "/env/reset")
+          return void res.end(
+            JSON.stringify({
+              sessionId: `s${next++}`,
+              observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30] }] },
+              stop: { stop: [], maxTokens: 2 },
+            }),
+          );
+        if (gate && gate.answered >= gate.holdAfter) return void gate.held.push(res);
+        if (gate) gate.answered++;
+        res.end(JSON.stringify({ reward: 0, done: true }));
+      });
+    });
+    return new Promise((resolve) =>
+      server.listen(0, "127.0.0.1", () => {
+        gate = new Gate(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/env`);
+        resolve(gate);
+      }),
+    );
+  }
+
+  get waiting(): number {
+    return this.held.length;
+  }
+
+  open(): void {
+    this.holdAfter = Number.POSITIVE_INFINITY;
+    for (const res of this.held.splice(0)) res.end(JSON.stringify({ reward: 0, done: true }));
+  }
+
+  close(): void {
+    this.open();
+    this.server.close();
+  }
+}
+
 beforeAll(async () => {
+  gate = await Gate.start();
+  const allowed = new URL(gate.url).host;
+  process.env.OPENTINKER_REMOTE_ENV_HOSTS = allowed;
   cp = await ControlPlane.start();
   team = await cp.team("jobs");
-  await cp.startWorker();
-  await cp.startWorker();
+  await cp.startWorker({ OPENTINKER_REMOTE_ENV_HOSTS: allowed });
+  await cp.startWorker({ OPENTINKER_REMOTE_ENV_HOSTS: allowed });
 }, 60_000);
-afterAll(() => cp?.stop());
+afterAll(async () => {
+  delete process.env.OPENTINKER_REMOTE_ENV_HOSTS;
+  gate?.close();
+  await cp?.stop();
+});
 
 async function createRlJob(name: string, config: Record<string, unknown>) {
   const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
@@ -126,4 +194,71 @@ describe("server-side RL jobs", () => {
     expect(final.step).toBe(trained);
     expect((await cp.t.db.adapter.findUniqueOrThrow({ where: { id: adapterId } })).step).toBe(trained);
   }, 180_000);
+});
+
+describe("resume bookkeeping", () => {
+  it("marks the versions published by steps lost with their worker as superseded, and the registry skips them", async () => {
+    // The worker the job resumes on (the test before killed one of the two).
+    await cp.startWorker({ OPENTINKER_REMOTE_ENV_HOSTS: new URL(gate.url).host });
+    const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
+      name: "rl-superseded",
+      baseModel: BASE,
+      rank: 2,
+    });
+    const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
+      name: "gated",
+      kind: "REMOTE",
+      url: gate.url,
+    });
+    // Two episodes a step, checkpoints after steps 1, 3 and 5, a version published every step.
+    gate.answered = 0;
+    gate.holdAfter = 3 * 2;
+    const job = await cp.api<{ id: string }>(team.key, "POST", "/v1/jobs", {
+      kind: "RL",
+      adapterId: adapter.body.id,
+      environmentId: env.body.id,
+      config: {
+        steps: 6,
+        groupsPerStep: 1,
+        groupSize: 2,
+        checkpointEvery: 2,
+        dropConstantGroups: false,
+        retention: "keep-all",
+      },
+    });
+    expect(job.status, JSON.stringify(job.body)).toBe(200);
+    // Step 3's rollout waits: steps 0-2 are stored, step 2's version is published, the last checkpoint is after step 1.
+    await until(async () => (gate.waiting > 0 ? true : undefined), "step 3's rollout");
+    const running = await cp.t.db.job.findUniqueOrThrow({ where: { id: job.body.id } });
+    expect(running.step).toBe(3);
+    const checkpoints = await cp.t.db.checkpoint.findMany({ where: { jobId: job.body.id } });
+    expect(checkpoints.map((c) => c.name).sort()).toEqual([
+      `job-${job.body.id}-step-0`,
+      `job-${job.body.id}-step-2`,
+    ]);
+    const resumeFrom = checkpoints.find((c) => c.name.endsWith("-step-2"))?.createdAt ?? new Date();
+    const lost = await cp.t.db.snapshot.findMany({
+      where: { jobId: job.body.id, createdAt: { gt: resumeFrom } },
+    });
+    expect(lost.map((s) => s.version)).toEqual([4]);
+    cp.workers.find((w) => w.id === running.workerId)?.child.kill("SIGKILL");
+    gate.open();
+    expect((await finished(job.body.id)).status).toBe("SUCCEEDED");
+
+    type Version = { version: number; handle: string; supersededAt: string | null };
+    const versions = await cp.api<Version[]>(team.key, "GET", `/v1/adapters/${adapter.body.id}/versions`);
+    expect(versions.body.filter((v) => v.supersededAt).map((v) => v.version)).toEqual([4]);
+    const lookup = await cp.api<Version>(
+      team.key,
+      "GET",
+      `/v1/snapshots/lookup?handle=${encodeURIComponent(versions.body[3]?.handle ?? "")}`,
+    );
+    expect(lookup.body.supersededAt).not.toBeNull();
+    const registry = await cp.t.db.snapshotRegistry.findUniqueOrThrow({
+      where: { adapterId: adapter.body.id },
+      include: { snapshot: true },
+    });
+    expect(registry.snapshot?.version).toBe(Math.max(...versions.body.map((v) => v.version)));
+    expect(registry.snapshot?.supersededAt).toBeNull();
+  }, 120_000);
 });

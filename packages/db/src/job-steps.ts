@@ -6,6 +6,7 @@ import type { JobStatus } from "./generated/prisma/enums.ts";
 import { queueJobRun } from "./jobs.ts";
 import { recordMetrics } from "./metrics.ts";
 import { METRICS_CHANNEL } from "./queue-names.ts";
+import { supersedeSnapshots } from "./snapshots.ts";
 import { insertTrajectories, type TrajectoryInput } from "./trajectories.ts";
 
 export interface MetricsNotice {
@@ -32,15 +33,27 @@ export function recordJobStep(
 }
 
 /**
- * Before a job resumes from a checkpoint at `step`: forgets what later steps
- * stored, since they run again (so nothing is duplicated and nothing lost).
+ * Before a job resumes from its checkpoint at `step`: forgets what later steps
+ * stored, since they run again (so nothing is duplicated and nothing lost), and
+ * marks the snapshots they published superseded (published after the
+ * checkpoint was saved: no surviving training state produced them).
  */
-export async function discardJobStepsFrom(db: Db, jobId: string, step: number): Promise<void> {
-  await db.$transaction([
-    db.trajectory.deleteMany({ where: { jobId, step: { gte: step } } }),
-    db.metric.deleteMany({ where: { jobId, step: { gte: step } } }),
-    db.job.update({ where: { id: jobId }, data: { step } }),
-  ]);
+export async function rewindJob(
+  db: Db,
+  job: { teamId: string; id: string },
+  step: number,
+  checkpointName: string,
+): Promise<void> {
+  await db.$transaction(async (tx) => {
+    await tx.trajectory.deleteMany({ where: { jobId: job.id, step: { gte: step } } });
+    await tx.metric.deleteMany({ where: { jobId: job.id, step: { gte: step } } });
+    await tx.job.update({ where: { id: job.id }, data: { step } });
+    const checkpoint = await tx.checkpoint.findFirst({
+      where: { teamId: job.teamId, jobId: job.id, name: checkpointName },
+      select: { createdAt: true },
+    });
+    if (checkpoint) await supersedeSnapshots(tx, job, checkpoint.createdAt);
+  });
 }
 
 /** Marks a job running on a worker and announces it, so its page need not poll while it waits. */

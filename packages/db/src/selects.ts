@@ -52,6 +52,7 @@ export const snapshotSelect = {
   checksum: true,
   trainerStep: true,
   createdAt: true,
+  supersededAt: true,
 } as const;
 
 export const jobSelect = {

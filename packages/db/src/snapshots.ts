@@ -57,6 +57,17 @@ export function getSnapshotByHandle(db: DbTx, teamId: string, handle: string) {
   return db.snapshot.findFirst({ where: { teamId, handle }, select: snapshotSelect });
 }
 
+/** The team's snapshot with this handle and its base model's name, or null. */
+export async function snapshotInfo(db: DbTx, teamId: string, handle: string) {
+  const row = await db.snapshot.findFirst({
+    where: { teamId, handle },
+    select: { ...snapshotSelect, adapter: { select: { baseModel: { select: { name: true } } } } },
+  });
+  if (!row) return null;
+  const { adapter, ...snapshot } = row;
+  return { ...snapshot, baseModel: adapter.baseModel.name };
+}
+
 /** The team's snapshot with this handle and the base model it samples over, or null. */
 export async function snapshotPolicy(db: DbTx, teamId: string, handle: string) {
   const row = await db.snapshot.findFirst({
@@ -73,4 +84,37 @@ export async function latestSnapshot(db: Db, teamId: string, adapterId: string) 
     select: { snapshot: { select: snapshotSelect } },
   });
   return entry?.snapshot ?? null;
+}
+
+/**
+ * Marks a job's snapshots published after `after` superseded, and points each
+ * adapter's registry entry back at its newest snapshot that is not.
+ */
+export async function supersedeSnapshots(
+  tx: DbTx,
+  job: { teamId: string; id: string },
+  after: Date,
+): Promise<number> {
+  const doomed = await tx.snapshot.findMany({
+    where: { teamId: job.teamId, jobId: job.id, supersededAt: null, createdAt: { gt: after } },
+    select: { id: true, adapterId: true },
+  });
+  if (doomed.length === 0) return 0;
+  await tx.snapshot.updateMany({
+    where: { id: { in: doomed.map((s) => s.id) } },
+    data: { supersededAt: new Date() },
+  });
+  for (const adapterId of new Set(doomed.map((s) => s.adapterId))) {
+    const surviving = await tx.snapshot.findFirst({
+      where: { teamId: job.teamId, adapterId, supersededAt: null },
+      orderBy: { version: "desc" },
+      select: { id: true },
+    });
+    // The version counter stays where it is: a superseded number is never reused.
+    await tx.snapshotRegistry.updateMany({
+      where: { teamId: job.teamId, adapterId },
+      data: { snapshotId: surviving?.id ?? null },
+    });
+  }
+  return doomed.length;
 }

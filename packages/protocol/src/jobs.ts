@@ -111,7 +111,13 @@ export const ZJobInput = z.discriminatedUnion("kind", [
     environmentId: z.string().min(1),
     config: ZRlJobConfig,
   }),
-  z.object({ kind: z.literal("SFT"), adapterId: z.string().min(1), config: ZSftJobConfig }),
+  z.object({
+    kind: z.literal("SFT"),
+    adapterId: z.string().min(1),
+    // Named but unused would hide a mistake (and an id of another team's): refused instead.
+    environmentId: z.never({ error: "an SFT job takes no environment" }).optional(),
+    config: ZSftJobConfig,
+  }),
   z.object({
     kind: z.literal("EVAL"),
     adapterId: z.string().min(1),
@@ -170,6 +176,24 @@ function delegate(schema: z.ZodType) {
 }
 
 /**
+ * A config parsed by kind (by `delegate`, whose messages name the field), shown
+ * in the OpenAPI document as any of the kinds' own schemas, so a client sees
+ * every field it may send.
+ */
+function configByKind(kinds: readonly z.ZodType[]) {
+  const anyOf = kinds.map((kind) => {
+    const { $schema: _, ...schema } = z.toJSONSchema(kind, { io: "input", unrepresentable: "any" });
+    return schema;
+  });
+  return z.record(z.string(), z.unknown()).meta({
+    override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+      for (const key of Object.keys(jsonSchema)) delete jsonSchema[key];
+      jsonSchema.anyOf = anyOf;
+    },
+  });
+}
+
+/**
  * The wire forms of environment and job creation: one flat object each (REST
  * clients and the OpenAPI document see plain fields), checked by kind.
  */
@@ -179,7 +203,7 @@ export const ZEnvironmentRequest = z
     kind: z.enum(["BUILTIN", "REMOTE"]),
     builtin: z.string().optional(),
     url: z.string().optional(),
-    config: z.record(z.string(), z.unknown()).optional(),
+    config: configByKind([ZBuiltinEnvConfig, z.record(z.string(), z.unknown())]).optional(),
   })
   .superRefine(delegate(ZEnvironmentInput));
 
@@ -188,6 +212,6 @@ export const ZJobRequest = z
     kind: z.enum(["RL", "SFT", "EVAL"]),
     adapterId: z.string(),
     environmentId: z.string().optional(),
-    config: z.record(z.string(), z.unknown()),
+    config: configByKind([ZRlJobConfig, ZSftJobConfig, ZEvalJobConfig]),
   })
   .superRefine(delegate(ZJobInput));

@@ -2,7 +2,7 @@
 // up again by another worker (the queue releases the lost worker's lock) and
 // resumes from its last checkpoint; a worker that drains checkpoints and hands
 // the job back to the queue.
-import { type Db, discardJobStepsFrom, finishJob, requeueJob, startJob } from "@opentinker/db";
+import { type Db, finishJob, requeueJob, rewindJob, startJob } from "@opentinker/db";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { EngineHost } from "../engine-host.ts";
@@ -28,14 +28,14 @@ async function resumePoint(db: Db, job: JobRow, session: Awaited<ReturnType<Engi
     .map((c) => ({ name: c.name, step: Number(c.name.slice(prefix.length)) }))
     .sort((a, b) => b.step - a.step)[0];
   if (!latest) {
-    await session.saveState(checkpointName(job.id, 0), job.id);
-    await discardJobStepsFrom(db, job.id, 0);
+    const name = checkpointName(job.id, 0);
+    await session.saveState(name, job.id);
+    await rewindJob(db, job, 0, name);
     return 0;
   }
-  const step = latest.step;
   await session.loadState(session.statePath(latest.name));
-  await discardJobStepsFrom(db, job.id, step);
-  return step;
+  await rewindJob(db, job, latest.step, latest.name);
+  return latest.step;
 }
 
 /** How often a running job looks for its cancellation. */

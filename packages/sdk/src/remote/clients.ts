@@ -100,13 +100,17 @@ export class RemoteServiceClient implements ServiceClient {
         policy.baseModel,
         await this.tokenizer(policy.baseModel),
       );
-    const adapterId = /^opentinker:\/\/[^/]+\/([^/]+)\//.exec(policy.handle)?.[1];
-    if (!adapterId) throw new RangeError(`not a sampler handle: ${policy.handle}`);
-    const adapter = await this.api.request<AdapterInfo>(
+    // Resolved by the server within the key's team: another team's handle answers as an unknown one.
+    const snapshot = await this.api.request<{ baseModel: string }>(
       "GET",
-      `/v1/adapters/${encodeURIComponent(adapterId)}`,
+      `/v1/snapshots/lookup?handle=${encodeURIComponent(policy.handle)}`,
     );
-    return new RemoteSamplingClient(this.api, policy, policy.handle, await this.tokenizer(adapter.baseModel));
+    return new RemoteSamplingClient(
+      this.api,
+      policy,
+      policy.handle,
+      await this.tokenizer(snapshot.baseModel),
+    );
   }
 }
 

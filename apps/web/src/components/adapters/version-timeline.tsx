@@ -1,11 +1,23 @@
 "use client";
 // An adapter's published versions, newest first: trainer step, the job that
-// produced it (or the API), when, and its files.
+// produced it (or the API), when, whether it was superseded, and its files.
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
 import { Empty, QueryView, timeAgo } from "../ui.tsx";
 import { DownloadFiles } from "./download-files.tsx";
+
+/** A version no surviving training state produced (its job resumed from an earlier checkpoint). */
+export function SupersededBadge() {
+  return (
+    <span
+      className="rounded bg-amber-100 px-1.5 py-0.5 text-xs font-medium text-amber-900"
+      title="Its training state was lost and the job resumed from an earlier checkpoint: no surviving state has these weights. It stays loadable."
+    >
+      superseded
+    </span>
+  );
+}
 
 export function VersionTimeline({ adapterId, kind }: { adapterId: string; kind: "LORA" | "FULL" }) {
   const trpc = useTRPC();
@@ -29,6 +41,7 @@ export function VersionTimeline({ adapterId, kind }: { adapterId: string; kind: 
                 />
                 <div className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
                   <span className="font-semibold tabular-nums">v{v.version}</span>
+                  {v.supersededAt ? <SupersededBadge /> : null}
                   <span className="text-sm text-gray-600 tabular-nums">trainer step {v.trainerStep}</span>
                   <time dateTime={v.createdAt} className="text-sm text-gray-500">
                     {timeAgo(v.createdAt)}

@@ -3,6 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
+import { SupersededBadge } from "../adapters/version-timeline.tsx";
 import { When } from "../shared/when.tsx";
 import { Card, Empty, QueryView, Table } from "../ui.tsx";
 
@@ -27,7 +28,9 @@ export function RecentSnapshots() {
                       {s.adapterName}
                     </Link>
                   </td>
-                  <td className="px-2 py-2 tabular-nums">v{s.version}</td>
+                  <td className="px-2 py-2 tabular-nums">
+                    v{s.version} {s.supersededAt ? <SupersededBadge /> : null}
+                  </td>
                   <td className="px-2 py-2 tabular-nums">{s.trainerStep}</td>
                   <td className="px-2 py-2">
                     {s.jobId ? (

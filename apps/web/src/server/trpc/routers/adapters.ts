@@ -5,10 +5,12 @@ import {
   listAdapters,
   listSnapshots,
   QuotaExceededError,
+  snapshotInfo,
 } from "@opentinker/db";
+import { ZSamplerHandle } from "@opentinker/protocol";
 import { z } from "zod";
 import { badRequest, notFound, router, teamProcedure } from "../init.ts";
-import { iso } from "../serialize.ts";
+import { iso, isoOrNull } from "../serialize.ts";
 import { readSnapshotFiles } from "./snapshot-files.ts";
 
 const ZAdapter = z.object({
@@ -81,6 +83,30 @@ const ZSnapshot = z.object({
   trainerStep: z.number(),
   jobId: z.string().nullable(),
   createdAt: z.string(),
+  /**
+   * When the training state that produced this version was lost and its job
+   * resumed from an earlier checkpoint: no surviving state has these weights
+   * (they stay loadable). Null for a version on the adapter's current line.
+   */
+  supersededAt: z.string().nullable(),
+});
+
+type SnapshotRow = {
+  version: number;
+  handle: string;
+  trainerStep: number;
+  jobId: string | null;
+  createdAt: Date;
+  supersededAt: Date | null;
+};
+
+const presentSnapshot = (s: SnapshotRow): z.infer<typeof ZSnapshot> => ({
+  version: s.version,
+  handle: s.handle,
+  trainerStep: s.trainerStep,
+  jobId: s.jobId,
+  createdAt: iso(s.createdAt),
+  supersededAt: isoOrNull(s.supersededAt),
 });
 const ZRecentSnapshot = ZSnapshot.extend({ adapterId: z.string(), adapterName: z.string() });
 const ZCheckpoint = z.object({
@@ -160,13 +186,7 @@ export const adaptersRouter = router({
     .query(async ({ ctx, input }) => {
       if (!(await getAdapter(ctx.db, ctx.caller.teamId, input.adapterId)))
         notFound("adapter", input.adapterId);
-      return (await listSnapshots(ctx.db, ctx.caller.teamId, input.adapterId)).map((s) => ({
-        version: s.version,
-        handle: s.handle,
-        trainerStep: s.trainerStep,
-        jobId: s.jobId,
-        createdAt: iso(s.createdAt),
-      }));
+      return (await listSnapshots(ctx.db, ctx.caller.teamId, input.adapterId)).map(presentSnapshot);
     }),
 
   recentVersions: teamProcedure
@@ -181,13 +201,9 @@ export const adaptersRouter = router({
         include: { adapter: { select: { name: true } } },
       });
       return rows.map((s) => ({
-        version: s.version,
-        handle: s.handle,
-        trainerStep: s.trainerStep,
-        jobId: s.jobId,
+        ...presentSnapshot(s),
         adapterId: s.adapterId,
         adapterName: s.adapter.name,
-        createdAt: iso(s.createdAt),
       }));
     }),
 
@@ -219,6 +235,16 @@ export const adaptersRouter = router({
         sizeBytes: Number(c.sizeBytes),
         createdAt: iso(c.createdAt),
       }));
+    }),
+
+  snapshot: teamProcedure
+    .meta({ openapi: { method: "GET", path: "/v1/snapshots/lookup", protect: true, tags: ["adapters"] } })
+    .input(z.object({ handle: ZSamplerHandle }))
+    .output(ZSnapshot.extend({ adapterId: z.string(), baseModel: z.string() }))
+    .query(async ({ ctx, input }) => {
+      const row = await snapshotInfo(ctx.db, ctx.caller.teamId, input.handle);
+      if (!row) notFound("snapshot", input.handle);
+      return { ...presentSnapshot(row), adapterId: row.adapterId, baseModel: row.baseModel };
     }),
 
   download: teamProcedure
