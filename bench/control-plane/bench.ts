@@ -1,7 +1,8 @@
-// npm run -s bench -w @opentinker/worker -- [--json] [--only=overhead,dispatch,trace]
+// npm run -s bench:control-plane -- [--json] [--only=overhead,pipelined,dispatch,trace]
 // The control plane's benchmark: the overhead of a call through the REST API,
 // the queue and a worker over the engine's own time (`overhead`), and the queue
-// libraries' dispatch latency (`dispatch`); `trace`, not run by default, cuts
+// libraries' dispatch latency (`dispatch`), an adapter's calls queued back to
+// back against one at a time (`pipelined`); `trace`, not run by default, cuts
 // one call into phases. Postgres: DATABASE_URL's server when set, else an
 // embedded cluster; each section uses fresh databases and drops them. Progress
 // goes to stderr; stdout gets one JSON object with --json, else a summary.
@@ -9,6 +10,7 @@ import { cpus, loadavg } from "node:os";
 import { BenchControlPlane } from "./control-plane.ts";
 import { benchGraphileWorker, benchPgBoss } from "./dispatch.ts";
 import { benchOverhead } from "./overhead.ts";
+import { benchPipelined } from "./pipelined.ts";
 import { type BenchServer, freshDatabase, openBenchServer } from "./postgres.ts";
 import { readable } from "./report.ts";
 import { progress } from "./stats.ts";
@@ -16,13 +18,14 @@ import { Teardown } from "./teardown.ts";
 import { benchTrace } from "./trace.ts";
 
 const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const sections = arg("only")?.split(",") ?? ["overhead", "dispatch"];
+const sections = arg("only")?.split(",") ?? ["overhead", "pipelined", "dispatch"];
 
 /** The target: a call's round trip over the engine's own time, p50 at 1 client. */
 const TARGET_OVERHEAD_P50_MS = 15;
 const WORKER = { concurrency: 16, capacity: 32 };
 const OVERHEAD = { single: 200, clients: 20, perClient: 15 };
 const TRACE_CALLS = 100;
+const PIPELINED_CALLS = 40;
 const DISPATCH = {
   graphileWorker: { jobs: 200, maxGapMs: 20 },
   // Polling: sends spread over a whole polling interval, so fewer of them.
@@ -60,6 +63,12 @@ async function overhead(server: BenchServer, teardown: Teardown) {
   };
 }
 
+async function pipelined(server: BenchServer, teardown: Teardown) {
+  progress("starting the control plane (web process, worker)");
+  const cp = await BenchControlPlane.start(server, teardown, { worker: WORKER });
+  return benchPipelined(cp, PIPELINED_CALLS);
+}
+
 async function dispatch(server: BenchServer, teardown: Teardown) {
   const { graphileWorker: g, pgBoss: b } = DISPATCH;
   return {
@@ -91,6 +100,7 @@ async function main() {
       machine,
       database: server.embedded ? "embedded" : "DATABASE_URL",
       controlPlane: await section("overhead", teardown, (t) => overhead(server, t)),
+      pipelined: await section("pipelined", teardown, (t) => pipelined(server, t)),
       dispatch: await section("dispatch", teardown, (t) => dispatch(server, t)),
       trace: await section("trace", teardown, (t) =>
         benchTrace(server, t, { worker: WORKER, calls: TRACE_CALLS }),

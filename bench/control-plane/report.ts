@@ -61,6 +61,12 @@ export function readable(result: BenchResult): string {
     `machine: ${m.cpu} × ${m.cores}, Node ${m.node}, load average at start ${m.loadAverageAtStart}`,
   ];
   if (result.controlPlane) parts.push(...overhead(result.controlPlane));
+  if (result.pipelined) {
+    const p = result.pipelined;
+    parts.push(
+      `\npipelined forwardBackward on one adapter (${p.calls} calls): ${p.sequentialMsPerCall} ms per call one at a time, ${p.pipelinedMsPerCall} ms queued back to back (${p.speedup}×)`,
+    );
+  }
   if (result.dispatch) {
     const rows = Object.values(result.dispatch).map((d) => [
       `${d.library} ${d.version}`,

@@ -8,7 +8,7 @@ import type { Runner, TaskList } from "graphile-worker";
 import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
 import { type Heartbeat, startHeartbeat } from "./heartbeat.ts";
-import { startQueue } from "./queue.ts";
+import { FollowUps, startQueue } from "./queue.ts";
 import { jobTask } from "./tasks/job.ts";
 import { samplingTask } from "./tasks/sampling.ts";
 import { trainingTask } from "./tasks/training.ts";
@@ -70,8 +70,9 @@ async function main(): Promise<void> {
     },
   );
   const workerId = heartbeat.workerId();
+  const followUps = new FollowUps();
   const taskList: TaskList = {
-    [tasks.train(workerId)]: trainingTask(db, host),
+    [tasks.train(workerId)]: trainingTask(db, host, followUps),
     [tasks.job]: jobTask(db, host, workerId),
   };
   for (const base of bases) taskList[tasks.sample(base.id)] = samplingTask(db, host, base.id);
@@ -82,6 +83,7 @@ async function main(): Promise<void> {
     concurrency: env.WORKER_CONCURRENCY,
     pollIntervalMs: env.WORKER_POLL_INTERVAL_MS,
     taskList,
+    followUps,
   });
   console.log(
     `worker: registered as ${workerId} (capacity ${env.WORKER_CAPACITY}; base models: ${bases.map((b) => b.name).join(", ") || "none"})`,

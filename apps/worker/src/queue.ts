@@ -5,33 +5,52 @@ import { EventEmitter } from "node:events";
 import { type Db, quietQueueLogger } from "@opentinker/db";
 import { type Runner, run, type TaskList, type WorkerEvents, type WorkerPool } from "graphile-worker";
 
-/** How long a fetch that found nothing right after a completion waits before trying again (ms). */
-const REFETCH_DELAYS_MS = [2, 10, 40];
+/** How long a fetch that found nothing after a follow-up waits before trying again (ms). */
+const REFETCH_DELAYS_MS = [2, 10, 40, 150];
 
 /**
- * graphile-worker fires a job's completion without awaiting it and fetches the
- * next job at once, so the next job of a named queue (an adapter's next training
- * call) is still behind the queue's lock and waits for the poll (2 s per call
- * when calls are pipelined). A fetch that comes back empty right after a
- * completion is retried a few times within milliseconds instead.
+ * Queue jobs whose completion has a follow-up waiting: the next training call of
+ * the same adapter, queued behind it in its named queue. graphile-worker fires a
+ * completion without awaiting it and fetches the next job at once, so that call
+ * is still behind the queue's lock and would wait for the poll (2 s per call
+ * when calls are pipelined). After such a completion, a fetch that comes back
+ * empty is retried within milliseconds; other completions cost no extra fetch.
  */
-function refetchAfterCompletion(events: WorkerEvents, pool: () => WorkerPool | undefined): void {
-  const retries = new Map<string, number>();
-  events.on("job:complete", ({ worker }) => retries.set(worker.workerId, 0));
-  events.on("job:start", ({ worker }) => retries.delete(worker.workerId));
-  events.on("worker:getJob:empty", ({ worker }) => {
-    const attempt = retries.get(worker.workerId);
-    if (attempt === undefined) return;
-    const delay = REFETCH_DELAYS_MS[attempt];
-    if (delay === undefined) return void retries.delete(worker.workerId);
-    retries.set(worker.workerId, attempt + 1);
-    setTimeout(() => pool()?.nudge(1), delay).unref();
-  });
+export class FollowUps {
+  private readonly pending = new Set<string>();
+
+  /** A task says its queue job has a follow-up (finishRequest told it). */
+  mark(jobId: string): void {
+    this.pending.add(jobId);
+  }
+
+  attach(events: WorkerEvents, pool: () => WorkerPool | undefined): void {
+    const retries = new Map<string, number>();
+    events.on("job:complete", ({ worker, job }) => {
+      if (this.pending.delete(job.id)) retries.set(worker.workerId, 0);
+    });
+    events.on("job:start", ({ worker }) => retries.delete(worker.workerId));
+    events.on("worker:getJob:empty", ({ worker }) => {
+      const attempt = retries.get(worker.workerId);
+      if (attempt === undefined) return;
+      const delay = REFETCH_DELAYS_MS[attempt];
+      if (delay === undefined) return void retries.delete(worker.workerId);
+      retries.set(worker.workerId, attempt + 1);
+      setTimeout(() => pool()?.nudge(1), delay).unref();
+    });
+  }
 }
 
 export async function startQueue(
   db: Db,
-  options: { url: string; workerId: string; concurrency: number; pollIntervalMs: number; taskList: TaskList },
+  options: {
+    url: string;
+    workerId: string;
+    concurrency: number;
+    pollIntervalMs: number;
+    taskList: TaskList;
+    followUps: FollowUps;
+  },
 ): Promise<Runner> {
   const events = new EventEmitter() as WorkerEvents;
   const ids: string[] = [];
@@ -42,7 +61,7 @@ export async function startQueue(
     ids.push(created.id);
   });
   events.on("worker:create", ({ worker }) => ids.push(worker.workerId));
-  refetchAfterCompletion(events, () => workerPool);
+  options.followUps.attach(events, () => workerPool);
   const runner = await run({
     connectionString: options.url,
     concurrency: options.concurrency,

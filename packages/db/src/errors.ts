@@ -18,6 +18,8 @@ export class UnknownTeamError extends Error {
 /** SQLSTATEs our triggers raise (prisma/migrations). */
 const QUOTA_SQLSTATE = "OT429";
 const UNKNOWN_TEAM_SQLSTATE = "OT401";
+/** The quota trigger asks for its statement to run again (it took the other lock path). */
+export const RETRY_SQLSTATE = "OT409";
 
 interface PostgresCause {
   code?: string;

@@ -119,6 +119,27 @@ describe("the queued-request quota", () => {
     expect(Number(row?.queued)).toBe(30);
   });
 
+  it("holds exactly where inserts switch from the shared to the exclusive lock, above max_connections", async () => {
+    const { team, baseModel } = await makeTeamWithAdapter(t.db, "quota-paths");
+    const [setting] = await t.db.$queryRaw<{ max_connections: string }[]>`SHOW max_connections`;
+    // The first 30 places are taken under the shared lock, the rest under the exclusive one.
+    const quota = Number(setting?.max_connections) + 30;
+    await t.db.team.update({ where: { id: team.id }, data: { maxQueuedRequests: quota } });
+    const settled = await Promise.allSettled(
+      Array.from({ length: quota + 70 }, () =>
+        enqueueSamplingRequest(t.db, team.id, {
+          kind: "SAMPLE",
+          baseModelId: baseModel.id,
+          adapterId: null,
+          payload: { prompt: [1] },
+        }),
+      ),
+    );
+    expect(settled.filter((s) => s.status === "fulfilled")).toHaveLength(quota);
+    for (const s of settled) if (s.status === "rejected") expect(s.reason).toBeInstanceOf(QuotaExceededError);
+    expect(await t.db.request.count({ where: { teamId: team.id } })).toBe(quota);
+  });
+
   it("frees a place when a request finishes", async () => {
     const { team, baseModel } = await makeTeamWithAdapter(t.db, "quota-free");
     await t.db.team.update({ where: { id: team.id }, data: { maxQueuedRequests: 1 } });

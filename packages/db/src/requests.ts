@@ -5,7 +5,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { Db, DbTx } from "./client.ts";
-import { NotFoundError, rethrowDomainError } from "./errors.ts";
+import { NotFoundError, postgresCause, RETRY_SQLSTATE, rethrowDomainError } from "./errors.ts";
 import { Prisma, type RequestKind } from "./generated/prisma/client.ts";
 import { placeAdapter, staleAfterMs } from "./placement.ts";
 import { REQUEST_CHANNEL, TRAIN_TASK_PREFIX, tasks } from "./queue-names.ts";
@@ -32,10 +32,14 @@ export interface EnqueuedRequest {
  * written, and comes back as QuotaExceededError (or UnknownTeamError).
  */
 async function enqueueing<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    return rethrowDomainError(error);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      // The trigger saw the team come near its quota mid-insert: the next run takes the exact path.
+      if (postgresCause(error)?.code === RETRY_SQLSTATE && attempt < 3) continue;
+      return rethrowDomainError(error);
+    }
   }
 }
 
@@ -241,6 +245,13 @@ export type RequestOutcome = Pick<RequestState, "id" | "teamId" | "kind" | "stat
 // NOTIFY payloads must stay under 8000 bytes; a larger outcome sends only the id.
 const MAX_NOTICE_BYTES = 7900;
 
+export interface FinishedRequest {
+  /** False when the request had already finished (it was left as it was). */
+  finished: boolean;
+  /** A training call: later calls of its adapter are queued behind it. */
+  followedUp: boolean;
+}
+
 /**
  * Writes a request's outcome and announces it, in one statement; a request
  * already finished (e.g. cancelled meanwhile) is left as it was. The notice
@@ -250,20 +261,22 @@ export async function finishRequest(
   db: DbTx,
   requestId: string,
   outcome: { output: Prisma.InputJsonValue } | { error: string } | { cancelled: string },
-): Promise<boolean> {
+): Promise<FinishedRequest> {
   const status = "output" in outcome ? "SUCCEEDED" : "error" in outcome ? "FAILED" : "CANCELLED";
   const output = "output" in outcome ? JSON.stringify(outcome.output) : null;
   const error = "error" in outcome ? outcome.error : "cancelled" in outcome ? outcome.cancelled : null;
-  const rows = await db.$queryRaw<{ id: string }[]>`
+  const rows = await db.$queryRaw<{ id: string; followedUp: boolean }[]>`
     WITH done AS (
       UPDATE "Request" SET status = ${status}::"RequestStatus", output = ${output}::jsonb,
         error = ${error}, "finishedAt" = now()
       WHERE id = ${requestId} AND status IN ('QUEUED', 'RUNNING')
-      RETURNING id, json_build_object('id', id, 'teamId', "teamId", 'kind', kind, 'status', status,
+      RETURNING id, "adapterId", seq, json_build_object('id', id, 'teamId', "teamId", 'kind', kind, 'status', status,
         'output', output, 'error', error)::text AS notice)
-    SELECT id FROM done, LATERAL (SELECT pg_notify(${REQUEST_CHANNEL},
+    SELECT id, EXISTS (SELECT 1 FROM "Request" n WHERE done.seq IS NOT NULL
+        AND n."adapterId" = done."adapterId" AND n.seq > done.seq AND n.status = 'QUEUED') AS "followedUp"
+    FROM done, LATERAL (SELECT pg_notify(${REQUEST_CHANNEL},
       CASE WHEN octet_length(done.notice) <= ${MAX_NOTICE_BYTES} THEN done.notice ELSE done.id END)) AS notified`;
-  return rows.length === 1;
+  return { finished: rows.length === 1, followedUp: rows[0]?.followedUp === true };
 }
 
 /** A request notice: the outcome when it was sent along, else only the id (read it back). */

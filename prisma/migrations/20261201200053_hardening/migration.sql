@@ -61,23 +61,46 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
--- The queued-request quota, enforced where requests are written: inserts of one
--- team are serialised by an advisory lock held to the end of their transaction,
--- and the count runs after it (a volatile function's queries see every request
--- committed before the lock was granted), so concurrent calls can never
--- overshoot maxQueuedRequests. A refused insert fails its whole statement: no
--- Request row, no queue job, no seq bump. A deleted team's insert (its key was
--- still cached somewhere) is refused as such.
+-- The queued-request quota, enforced where requests are written, exactly under
+-- any concurrency. A refused insert fails its whole statement: no Request row, no
+-- queue job, no seq bump. A deleted team's insert (its key was still cached
+-- somewhere) is refused as such.
+--
+-- Far below the quota an insert takes a team lock in SHARED mode, so such
+-- inserts never wait for each other: fewer of them can be in flight than there
+-- are connections, so while `active + max_connections < quota` none of them can
+-- take the team over it. Nearer the quota an insert takes the lock EXCLUSIVE,
+-- which waits until every insert in flight has committed, and counts again (a
+-- volatile function's queries see what committed before the lock was granted).
+-- An insert that finds, once it holds the shared lock, that the team has come
+-- near its quota meanwhile fails with OT409 and its statement is run again
+-- (packages/db/src/requests.ts): it never upgrades its lock, so two inserts can
+-- never deadlock. Each request is inserted in a transaction of its own, which
+-- is what bounds the inserts in flight.
 CREATE FUNCTION opentinker_request_quota() RETURNS trigger AS $$
 DECLARE
     quota integer;
     active bigint;
+    room integer := current_setting('max_connections')::integer;
+    lock_key integer := hashtext('requests:' || NEW."teamId");
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtext('requests:' || NEW."teamId"));
     SELECT "maxQueuedRequests" INTO quota FROM "Team" WHERE "id" = NEW."teamId";
     IF quota IS NULL THEN
         RAISE EXCEPTION 'team % does not exist', NEW."teamId" USING ERRCODE = 'OT401';
     END IF;
+    SELECT count(*) INTO active FROM "Request"
+        WHERE "teamId" = NEW."teamId" AND "status" IN ('QUEUED', 'RUNNING');
+    IF active + room < quota THEN
+        PERFORM pg_advisory_xact_lock_shared(lock_key);
+        SELECT count(*) INTO active FROM "Request"
+            WHERE "teamId" = NEW."teamId" AND "status" IN ('QUEUED', 'RUNNING');
+        IF active + room < quota THEN
+            RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'the team came near its request quota meanwhile: run the statement again'
+            USING ERRCODE = 'OT409';
+    END IF;
+    PERFORM pg_advisory_xact_lock(lock_key);
     SELECT count(*) INTO active FROM "Request"
         WHERE "teamId" = NEW."teamId" AND "status" IN ('QUEUED', 'RUNNING');
     IF active >= quota THEN

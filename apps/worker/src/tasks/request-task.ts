@@ -1,6 +1,7 @@
 import { claimRequest, type Db, finishRequest, type Prisma } from "@opentinker/db";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
+import type { FollowUps } from "../queue.ts";
 
 const ZPayload = z.object({ requestId: z.string().min(1) });
 
@@ -22,8 +23,9 @@ export function errorMessage(error: unknown): string {
 export function requestTask(
   db: Db,
   run: (request: ClaimedRequest) => Promise<Prisma.InputJsonValue | null>,
+  followUps?: FollowUps,
 ): Task {
-  return async (payload) => {
+  return async (payload, helpers) => {
     const { requestId } = ZPayload.parse(payload);
     const [request] = await claimRequest(db, requestId);
     if (!request) return; // already finished or cancelled
@@ -34,6 +36,7 @@ export function requestTask(
     } catch (error) {
       outcome = { error: errorMessage(error) };
     }
-    await finishRequest(db, requestId, outcome);
+    const { followedUp } = await finishRequest(db, requestId, outcome);
+    if (followedUp) followUps?.mark(helpers.job.id);
   };
 }

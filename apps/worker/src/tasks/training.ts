@@ -4,6 +4,7 @@ import type { Db, Prisma } from "@opentinker/db";
 import { ZForwardInput, ZLoadStateInput, ZOptimStepInput, ZSaveStateInput } from "@opentinker/protocol";
 import type { Task } from "graphile-worker";
 import type { EngineHost } from "../engine-host.ts";
+import type { FollowUps } from "../queue.ts";
 import { type ClaimedRequest, requestTask } from "./request-task.ts";
 
 async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<Prisma.InputJsonValue | null> {
@@ -37,6 +38,7 @@ async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<P
   }
 }
 
-export function trainingTask(db: Db, host: EngineHost): Task {
-  return requestTask(db, (request) => runTraining(host, request));
+/** `followUps` hears when a call's adapter has more calls queued behind it. */
+export function trainingTask(db: Db, host: EngineHost, followUps: FollowUps): Task {
+  return requestTask(db, (request) => runTraining(host, request), followUps);
 }

@@ -16,6 +16,12 @@ export class HttpError extends Error {
   ) {
     super(message);
   }
+
+  /** The error code sent beside the message (tRPC's names). */
+  get code(): "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "BAD_REQUEST" {
+    if (this.status === 413) return "PAYLOAD_TOO_LARGE";
+    return this.status === 415 ? "UNSUPPORTED_MEDIA_TYPE" : "BAD_REQUEST";
+  }
 }
 
 /** The body as text, refusing more than `limit` bytes (declared or sent). */

@@ -12,7 +12,7 @@ import { TRPCError } from "@trpc/server";
 import { generateOpenApiDocument, type OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import { restError } from "../trpc/errors.ts";
-import { type Context, createCallerFactory } from "../trpc/init.ts";
+import { type Context, createCallerFactory, unauthenticated } from "../trpc/init.ts";
 import { appRouter } from "../trpc/router.ts";
 import { HttpError, readJsonBody } from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
@@ -33,6 +33,8 @@ interface Route {
   /** The procedure's path in the router, e.g. `adapters.get`. */
   procedure: string;
   input: z.ZodObject;
+  /** Needs an authenticated caller: refused before its body is read. */
+  protect: boolean;
 }
 
 interface ProcedureDef {
@@ -47,7 +49,7 @@ function routes(): Route[] {
     const input = _def.inputs[0];
     if (!openapi || !input) return [];
     const pattern = new RegExp(`^${openapi.path.replace(/\{(\w+)\}/g, "(?<$1>[^/]+)")}$`);
-    return [{ method: openapi.method, pattern, procedure, input }];
+    return [{ method: openapi.method, pattern, procedure, input, protect: openapi.protect === true }];
   });
 }
 
@@ -98,6 +100,19 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 const takesBody = (method: string) => method === "POST" || method === "PUT" || method === "PATCH";
 
+/** The path parameters of a matched route, decoded. */
+function pathParams(route: Route, path: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(route.pattern.exec(path)?.groups ?? {}).map(([key, value]) => {
+      try {
+        return [key, decodeURIComponent(value)];
+      } catch {
+        throw new HttpError(400, `${key}: malformed percent-encoding in the URL`);
+      }
+    }),
+  );
+}
+
 async function inputOf(req: IncomingMessage, url: URL, route: Route, params: Record<string, string>) {
   if (!takesBody(route.method)) return { ...queryInput(url, route.input), ...params };
   const body = await readJsonBody(req);
@@ -122,24 +137,15 @@ export function createRestHandler(deps: ApiDeps) {
         });
       return send(res, 404, { message: `no API route ${req.method} ${path}`, code: "NOT_FOUND" });
     }
-    const params = Object.fromEntries(
-      Object.entries(route.pattern.exec(path)?.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]),
-    );
     try {
-      const input = await inputOf(req, url, route, params);
-      const output = await callProcedure(await context({ req }), route.procedure, input);
-      send(res, 200, output);
+      const ctx = await context({ req });
+      // An anonymous caller is refused before its body is read.
+      if (route.protect && !ctx.caller) return send(res, 401, restError(unauthenticated()).body);
+      const input = await inputOf(req, url, route, pathParams(route, path));
+      send(res, 200, await callProcedure(ctx, route.procedure, input));
     } catch (error) {
       if (error instanceof HttpError)
-        return send(res, error.status, {
-          message: error.message,
-          code:
-            error.status === 413
-              ? "PAYLOAD_TOO_LARGE"
-              : error.status === 415
-                ? "UNSUPPORTED_MEDIA_TYPE"
-                : "BAD_REQUEST",
-        });
+        return send(res, error.status, { message: error.message, code: error.code });
       const trpcError =
         error instanceof TRPCError ? error : new TRPCError({ code: "INTERNAL_SERVER_ERROR", cause: error });
       if (trpcError.code === "INTERNAL_SERVER_ERROR")

@@ -13,16 +13,10 @@ import { type ApiDeps, contextFactory } from "./context.ts";
 
 /** An error in tRPC's own wire shape, so the dashboard's client reads it like any other. */
 function sendTrpcError(res: ServerResponse, error: HttpError): void {
-  const code =
-    error.status === 413
-      ? "PAYLOAD_TOO_LARGE"
-      : error.status === 415
-        ? "UNSUPPORTED_MEDIA_TYPE"
-        : "BAD_REQUEST";
   res.writeHead(error.status, { "content-type": "application/json; charset=utf-8" });
   res.end(
     JSON.stringify({
-      error: { message: error.message, code: -32600, data: { code, httpStatus: error.status } },
+      error: { message: error.message, code: -32600, data: { code: error.code, httpStatus: error.status } },
     }),
   );
 }

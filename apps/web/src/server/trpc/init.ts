@@ -43,10 +43,13 @@ export const createCallerFactory = t.createCallerFactory;
 
 const UNAUTHENTICATED = "missing, unknown or revoked API key: send Authorization: Bearer <key>";
 
+/** The 401 every team procedure answers a caller it cannot authenticate. */
+export const unauthenticated = (cause?: unknown) =>
+  new TRPCError({ code: "UNAUTHORIZED", message: UNAUTHENTICATED, cause });
+
 /** Translates what our packages throw into the HTTP status a client should see. */
 function asTrpcError(cause: unknown): TRPCError | null {
-  if (cause instanceof UnknownTeamError)
-    return new TRPCError({ code: "UNAUTHORIZED", message: UNAUTHENTICATED, cause });
+  if (cause instanceof UnknownTeamError) return unauthenticated(cause);
   if (cause instanceof NotFoundError)
     return new TRPCError({ code: "NOT_FOUND", message: cause.message, cause });
   if (cause instanceof QuotaExceededError)
@@ -79,10 +82,10 @@ export const publicProcedure = t.procedure.use(domainErrors);
  */
 export const teamProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const caller = ctx.caller;
-  if (!caller) throw new TRPCError({ code: "UNAUTHORIZED", message: UNAUTHENTICATED });
+  if (!caller) throw unauthenticated();
   const result = await next({ ctx: { ...ctx, caller } });
   if (!result.ok && result.error.code !== "UNAUTHORIZED" && !(await getTeam(ctx.db, caller.teamId)))
-    throw new TRPCError({ code: "UNAUTHORIZED", message: UNAUTHENTICATED, cause: result.error });
+    throw unauthenticated(result.error);
   return result;
 });
 
