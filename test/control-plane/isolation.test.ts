@@ -3,6 +3,7 @@
 import { enqueueSamplingRequest, tasks } from "@opentinker/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team, until } from "./harness.ts";
+import { teamFingerprint } from "./team-objects.ts";
 
 let cp: ControlPlane;
 let a: Team;
@@ -38,29 +39,6 @@ async function setUp(team: Team, name: string) {
     builtin: "arithmetic",
   });
   return { adapterId: adapter.body.id, environmentId: env.body.id };
-}
-
-/** Everything of team B's that a leak could change, as one comparable value. */
-async function fingerprint(teamId: string) {
-  const db = cp.t.db;
-  return JSON.stringify(
-    await Promise.all([
-      db.adapter.findMany({ where: { teamId }, orderBy: { id: "asc" } }),
-      db.request.findMany({ where: { teamId }, orderBy: { id: "asc" } }),
-      db.snapshot.findMany({ where: { teamId }, orderBy: { id: "asc" } }),
-      db.checkpoint.findMany({ where: { teamId }, orderBy: { id: "asc" } }),
-      db.environment.findMany({ where: { teamId }, orderBy: { id: "asc" } }),
-      db.job.findMany({ where: { teamId }, orderBy: { id: "asc" } }),
-      db.apiKey.findMany({
-        where: { teamId },
-        select: { id: true, revokedAt: true },
-        orderBy: { id: "asc" },
-      }),
-      db.trajectory.count({ where: { teamId } }),
-      db.metric.count({ where: { teamId } }),
-    ]),
-    (_key, value) => (typeof value === "bigint" ? value.toString() : value),
-  );
 }
 
 beforeAll(async () => {
@@ -107,7 +85,7 @@ afterAll(() => cp?.stop());
 
 describe("team isolation", () => {
   it("answers 404 to every procedure given another team's ids, and changes nothing", async () => {
-    const before = await fingerprint(b.id);
+    const before = await teamFingerprint(cp, b.id);
     const { adapterId, handle, requestId, environmentId, jobId, keyId, statePath } = theirs;
     const probes: [string, string, unknown?][] = [
       ["GET", `/v1/adapters/${adapterId}`],
@@ -158,13 +136,13 @@ describe("team isolation", () => {
     expect(adapters.body.map((x) => x.id)).toEqual([mine.adapterId]);
     const jobs = await cp.api<unknown[]>(a.key, "GET", "/v1/jobs");
     expect(jobs.body).toEqual([]);
-    expect(await fingerprint(b.id)).toBe(before);
+    expect(await teamFingerprint(cp, b.id)).toBe(before);
     // B's own key still sees all of it.
     expect((await cp.api(b.key, "GET", `/v1/jobs/${jobId}`)).status).toBe(200);
   }, 60_000);
 
   it("a worker resolves a handle within the caller's team, even for work that bypassed the API", async () => {
-    const before = await fingerprint(b.id);
+    const before = await teamFingerprint(cp, b.id);
     // An EVAL job of team A naming team B's snapshot, written straight into the database.
     const job = await cp.t.db.job.create({
       data: {
@@ -197,7 +175,7 @@ describe("team isolation", () => {
     }, "the sampling call to end");
     expect(request.status).toBe("FAILED");
     expect(request.error).toMatch(/unknown policy handle/);
-    expect(await fingerprint(b.id)).toBe(before);
+    expect(await teamFingerprint(cp, b.id)).toBe(before);
   }, 60_000);
 
   it("answers 401, and never an internal message, to a key whose team was deleted while it was remembered", async () => {

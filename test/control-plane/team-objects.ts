@@ -1,6 +1,5 @@
-// A team with one object of every kind an API operation can name, and a
-// measure of everything a call could write: shared by the tests generated from
-// the OpenAPI document.
+// A team with one object of every kind an API operation can name, and measures
+// of what a call could write or change: shared by the tenancy and bad-input tests.
 import { BASE, type ControlPlane, type Team, until } from "./harness.ts";
 import type { References } from "./openapi.ts";
 
@@ -81,4 +80,24 @@ export function quiet(cp: ControlPlane): Promise<true> {
         + (SELECT count(*) FROM graphile_worker.jobs) AS busy`;
     return Number(row?.busy) === 0 ? true : undefined;
   }, "the setup's work to finish");
+}
+
+/** Everything of a team's that a leak could change, in full, as one comparable value. */
+export async function teamFingerprint(cp: ControlPlane, teamId: string): Promise<string> {
+  const db = cp.t.db;
+  const where = { where: { teamId }, orderBy: { id: "asc" as const } };
+  return JSON.stringify(
+    await Promise.all([
+      db.adapter.findMany(where),
+      db.request.findMany(where),
+      db.snapshot.findMany(where),
+      db.checkpoint.findMany(where),
+      db.environment.findMany(where),
+      db.job.findMany(where),
+      db.apiKey.findMany({ ...where, select: { id: true, revokedAt: true } }),
+      db.trajectory.count({ where: { teamId } }),
+      db.metric.count({ where: { teamId } }),
+    ]),
+    (_key, value) => (typeof value === "bigint" ? value.toString() : value),
+  );
 }

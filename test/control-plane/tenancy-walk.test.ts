@@ -15,7 +15,7 @@ import {
   type References,
   referencesOf,
 } from "./openapi.ts";
-import { objectsOf, quiet, writes } from "./team-objects.ts";
+import { objectsOf, quiet, teamFingerprint, writes } from "./team-objects.ts";
 
 let cp: ControlPlane;
 let a: Team;
@@ -23,24 +23,6 @@ let b: Team;
 let theirs: References;
 let mine: References;
 let unknown: References;
-
-/** Team A's rows in full, so that an update leaking through shows too. */
-async function fingerprint(teamId: string): Promise<string> {
-  const db = cp.t.db;
-  const where = { where: { teamId }, orderBy: { id: "asc" as const } };
-  return JSON.stringify(
-    await Promise.all([
-      db.adapter.findMany(where),
-      db.request.findMany(where),
-      db.snapshot.findMany(where),
-      db.checkpoint.findMany(where),
-      db.environment.findMany(where),
-      db.job.findMany(where),
-      db.apiKey.findMany({ ...where, select: { id: true, revokedAt: true } }),
-    ]),
-    (_key, value) => (typeof value === "bigint" ? value.toString() : value),
-  );
-}
 
 beforeAll(async () => {
   cp = await ControlPlane.start();
@@ -109,7 +91,7 @@ async function walk(op: Operation, foreign: ReferenceField[]): Promise<boolean> 
 describe("tenancy, generated from the OpenAPI document", () => {
   it("answers every operation given another team's objects as if they did not exist, and writes nothing", async () => {
     const document = await (await fetch(`${cp.url}/api/openapi.json`)).json();
-    const before = await fingerprint(a.id);
+    const before = await teamFingerprint(cp, a.id);
     const covered: string[] = [];
     const uncovered: string[] = [];
     for (const op of operationsOf(document)) {
@@ -124,12 +106,12 @@ describe("tenancy, generated from the OpenAPI document", () => {
     // Each operation was reached past its schema at least once, so its own lookup answered.
     expect(uncovered).toEqual([]);
     expect(covered.length).toBeGreaterThan(15);
-    expect(await fingerprint(a.id)).toBe(before);
+    expect(await teamFingerprint(cp, a.id)).toBe(before);
   }, 120_000);
 
   it("shows a team none of another team's objects where it names none", async () => {
     const document = await (await fetch(`${cp.url}/api/openapi.json`)).json();
-    const before = await fingerprint(a.id);
+    const before = await teamFingerprint(cp, a.id);
     const names = REFERENCE_FIELDS.map((f) => theirs[f]);
     for (const op of operationsOf(document)) {
       if (referencesOf(op).size > 0) continue;
@@ -142,6 +124,6 @@ describe("tenancy, generated from the OpenAPI document", () => {
         expect(text, what).not.toContain(a.slug);
       }
     }
-    expect(await fingerprint(a.id)).toBe(before);
+    expect(await teamFingerprint(cp, a.id)).toBe(before);
   }, 60_000);
 });

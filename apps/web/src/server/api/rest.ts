@@ -8,11 +8,11 @@
 // only query-string values are converted, strictly: decimal numbers, and
 // booleans spelled true or false.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { TRPCError } from "@trpc/server";
+import { callTRPCProcedure, TRPCError } from "@trpc/server";
 import { generateOpenApiDocument, type OpenApiMeta } from "trpc-to-openapi";
-import type { z } from "zod";
+import { z } from "zod";
 import { restError } from "../trpc/errors.ts";
-import { type Context, createCallerFactory, unauthenticated } from "../trpc/init.ts";
+import { type Context, unauthenticated } from "../trpc/init.ts";
 import { appRouter } from "../trpc/router.ts";
 import { HttpError, readJsonBody } from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
@@ -35,10 +35,11 @@ interface Route {
   input: z.ZodObject;
   /** Needs an authenticated caller: refused before its body is read. */
   protect: boolean;
+  type: "query" | "mutation";
 }
 
 interface ProcedureDef {
-  _def: { meta?: OpenApiMeta; inputs: z.ZodObject[] };
+  _def: { meta?: OpenApiMeta; inputs: z.ZodObject[]; type: "query" | "mutation" | "subscription" };
 }
 
 function routes(): Route[] {
@@ -47,16 +48,30 @@ function routes(): Route[] {
     const { _def } = value as ProcedureDef;
     const openapi = _def.meta?.openapi;
     const input = _def.inputs[0];
-    if (!openapi || !input) return [];
+    if (!openapi || !input || _def.type === "subscription") return [];
     const pattern = new RegExp(`^${openapi.path.replace(/\{(\w+)\}/g, "(?<$1>[^/]+)")}$`);
-    return [{ method: openapi.method, pattern, procedure, input, protect: openapi.protect === true }];
+    return [
+      {
+        method: openapi.method,
+        pattern,
+        procedure,
+        input,
+        protect: openapi.protect === true,
+        type: _def.type,
+      },
+    ];
   });
 }
 
 /** The base type under optional / default / nullable wrappers. */
 function baseType(schema: z.ZodType): string {
-  let current = schema as { def: { type: string; innerType?: z.ZodType } };
-  while (current.def.innerType) current = current.def.innerType as unknown as typeof current;
+  let current = schema;
+  while (
+    current instanceof z.ZodOptional ||
+    current instanceof z.ZodDefault ||
+    current instanceof z.ZodNullable
+  )
+    current = current.unwrap() as z.ZodType;
   return current.def.type;
 }
 
@@ -83,14 +98,17 @@ function queryInput(url: URL, input: z.ZodObject): Record<string, unknown> {
   return values;
 }
 
-/** A procedure's caller, walked to by its dotted path. */
-type CallerNode = ((input: unknown) => Promise<unknown>) & { [segment: string]: CallerNode };
-const callerOf = createCallerFactory(appRouter);
-
-function callProcedure(ctx: Context, procedure: string, input: unknown): Promise<unknown> {
-  // The caller is a proxy typed per procedure; walking it by a runtime path needs the loose view.
-  const root = callerOf(ctx) as unknown as CallerNode;
-  return procedure.split(".").reduce((node, segment) => node[segment] as CallerNode, root)(input);
+/** Runs a procedure by its path, through its middlewares, as tRPC's own adapters do. */
+function callProcedure(ctx: Context, route: Route, input: unknown): Promise<unknown> {
+  return callTRPCProcedure({
+    router: appRouter,
+    path: route.procedure,
+    type: route.type,
+    ctx,
+    getRawInput: async () => input,
+    signal: undefined,
+    batchIndex: 0,
+  });
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
@@ -142,7 +160,7 @@ export function createRestHandler(deps: ApiDeps) {
       // An anonymous caller is refused before its body is read.
       if (route.protect && !ctx.caller) return send(res, 401, restError(unauthenticated()).body);
       const input = await inputOf(req, url, route, pathParams(route, path));
-      send(res, 200, await callProcedure(ctx, route.procedure, input));
+      send(res, 200, await callProcedure(ctx, route, input));
     } catch (error) {
       if (error instanceof HttpError)
         return send(res, error.status, { message: error.message, code: error.code });

@@ -39,7 +39,6 @@ const t = initTRPC
   });
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
 
 const UNAUTHENTICATED = "missing, unknown or revoked API key: send Authorization: Bearer <key>";
 
