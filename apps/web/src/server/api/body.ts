@@ -77,11 +77,16 @@ export function tooDeepAt(text: string, maxDepth = MAX_JSON_DEPTH): string | nul
   return null;
 }
 
-/** Parses JSON text that has passed the depth check; empty text is `{}`. */
-export function parseJsonText(text: string): unknown {
-  if (text.trim() === "") return {};
+/** Refuses JSON text nested deeper than MAX_JSON_DEPTH, naming where (400), without parsing it. */
+export function checkJsonDepth(text: string): void {
   const deep = tooDeepAt(text);
   if (deep !== null) throw new HttpError(400, `${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`);
+}
+
+/** Parses JSON text after the depth check; empty text is `{}`. */
+export function parseJsonText(text: string): unknown {
+  if (text.trim() === "") return {};
+  checkJsonDepth(text);
   try {
     return JSON.parse(text);
   } catch (error) {

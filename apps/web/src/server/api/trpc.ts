@@ -1,14 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { appRouter } from "../trpc/router.ts";
-import {
-  HttpError,
-  MAX_BODY_BYTES,
-  MAX_JSON_DEPTH,
-  readBodyText,
-  requireJsonContentType,
-  tooDeepAt,
-} from "./body.ts";
+import { checkJsonDepth, HttpError, MAX_BODY_BYTES, readBodyText, requireJsonContentType } from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
 
 /** An error in tRPC's own wire shape, so the dashboard's client reads it like any other. */
@@ -35,8 +28,7 @@ async function checkedInput(req: IncomingMessage & { body?: unknown }): Promise<
     req.method === "POST"
       ? (req.body as string)
       : (new URL(req.url ?? "/", "http://localhost").searchParams.get("input") ?? "");
-  const deep = tooDeepAt(text);
-  if (deep !== null) throw new HttpError(400, `${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`);
+  checkJsonDepth(text);
 }
 
 /** tRPC over HTTP at /api/trpc, for the dashboard's typed client. */

@@ -12,7 +12,7 @@ import {
   ZWaitMs,
 } from "@opentinker/protocol";
 import { ShortCache } from "../../short-cache.ts";
-import { badRequest, notFound, router, teamProcedure } from "../init.ts";
+import { badRequest, type Caller, type Context, notFound, router, teamProcedure } from "../init.ts";
 import { enqueueWithInlineWait } from "../inline-wait.ts";
 
 interface Target {
@@ -49,26 +49,33 @@ async function lookUpPolicy(db: Db, teamId: string, policy: PolicyRef): Promise<
   return { baseModelId: snapshot.baseModel.id, model: snapshot.baseModel, adapterId: snapshot.adapterId };
 }
 
-const target = ({ baseModelId, adapterId }: Target) => ({ baseModelId, adapterId });
+/**
+ * A sampling call of either kind: its policy resolved within the caller's team,
+ * its input checked against that policy's base model, then queued.
+ */
+async function enqueueSampling(
+  ctx: Context & { caller: Caller },
+  kind: "SAMPLE" | "COMPUTE_LOGPROBS",
+  input: { policy: PolicyRef; waitMs?: number | undefined },
+  check: (model: ModelLimits) => string | null,
+) {
+  const { waitMs, ...payload } = input;
+  const { baseModelId, adapterId, model } = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
+  const problem = check(model);
+  if (problem) badRequest(problem);
+  return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
+    enqueueSamplingRequest(ctx.db, ctx.caller.teamId, { kind, baseModelId, adapterId, payload, requestId }),
+  );
+}
 
 export const samplingRouter = router({
   sample: teamProcedure
     .meta({ openapi: { method: "POST", path: "/v1/sampling/sample", protect: true, tags: ["sampling"] } })
     .input(ZSampleInput.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
-    .mutation(async ({ ctx, input: { waitMs, ...input } }) => {
-      const resolved = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
-      const problem = samplePromptError(input.prompt, resolved.model);
-      if (problem) badRequest(problem);
-      return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
-        enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
-          kind: "SAMPLE",
-          ...target(resolved),
-          payload: input,
-          requestId,
-        }),
-      );
-    }),
+    .mutation(({ ctx, input }) =>
+      enqueueSampling(ctx, "SAMPLE", input, (model) => samplePromptError(input.prompt, model)),
+    ),
 
   computeLogprobs: teamProcedure
     .meta({
@@ -76,17 +83,7 @@ export const samplingRouter = router({
     })
     .input(ZComputeLogprobsInput.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
-    .mutation(async ({ ctx, input: { waitMs, ...input } }) => {
-      const resolved = await resolvePolicy(ctx.db, ctx.caller.teamId, input.policy);
-      const problem = logprobSequenceError(input.sequence, resolved.model);
-      if (problem) badRequest(problem);
-      return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
-        enqueueSamplingRequest(ctx.db, ctx.caller.teamId, {
-          kind: "COMPUTE_LOGPROBS",
-          ...target(resolved),
-          payload: input,
-          requestId,
-        }),
-      );
-    }),
+    .mutation(({ ctx, input }) =>
+      enqueueSampling(ctx, "COMPUTE_LOGPROBS", input, (model) => logprobSequenceError(input.sequence, model)),
+    ),
 });
