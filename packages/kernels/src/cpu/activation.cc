@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "elementwise.h"
+#include "simd.h"
 #include "thread_pool.h"
 
 namespace ot {

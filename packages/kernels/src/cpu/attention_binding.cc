@@ -100,9 +100,7 @@ PagedKvCache cache_arg(const Args& a, size_t key, size_t value, size_t dims, int
 }
 
 // cacheWrite(k, v, nTokens, slotMapping, keyCache, valueCache, numBlocks, blockSize, numKvHeads, headDim)
-Napi::Value CacheWrite(const Napi::CallbackInfo& info) {
-  Args a{info, "cacheWrite"};
-  a.expect_count(10);
+void CacheWrite(const Args& a) {
   const int64_t n = a.dim(2, "nTokens", 0, kMaxIndex);
   const int64_t num_kv_heads = a.dim(8, "numKvHeads", 1, kMaxHeads);
   const int64_t head_dim = a.dim(9, "headDim", 1, kMaxHeadDim);
@@ -116,14 +114,11 @@ Napi::Value CacheWrite(const Napi::CallbackInfo& info) {
   check_no_overlap(a, {{"keyCache", c.key, cache_length}, {"valueCache", c.value, cache_length}},
                    {{"k", k, kv_length}, {"v", v, kv_length}});
   cache_write(c, k, v, n, slots);
-  return info.Env().Undefined();
 }
 
 // pagedAttention(q, nRows, rowSeq, rowPos, blockTables, numSeqs, maxBlocksPerSeq,
 //                keyCache, valueCache, numBlocks, blockSize, numHeads, numKvHeads, headDim, scale, out)
-Napi::Value PagedAttention(const Napi::CallbackInfo& info) {
-  Args a{info, "pagedAttention"};
-  a.expect_count(16);
+void PagedAttention(const Args& a) {
   const AttentionHeads h = heads_arg(a, 11);
   const PagedKvCache c = cache_arg(a, 7, 8, 9, h.num_kv_heads, h.head_dim);
   PagedRows rows{};
@@ -164,7 +159,6 @@ Napi::Value PagedAttention(const Napi::CallbackInfo& info) {
   check_no_overlap(a, {{"out", out, q_length}},
                    {{"q", q, q_length}, {"keyCache", c.key, cache_length}, {"valueCache", c.value, cache_length}});
   paged_attention(h, rows, c, q, out);
-  return info.Env().Undefined();
 }
 
 /** The arrays of a packed batch: q [nTokens, numHeads, headDim] and k, v [nTokens, numKvHeads, headDim]. */
@@ -185,9 +179,7 @@ Packed packed_arg(const Args& a, size_t n_tokens, size_t seq_starts, size_t num_
 }
 
 // attentionForward(q, k, v, nTokens, seqStarts, numSeqs, numHeads, numKvHeads, headDim, scale, out, lse)
-Napi::Value AttentionForward(const Napi::CallbackInfo& info) {
-  Args a{info, "attentionForward"};
-  a.expect_count(12);
+void AttentionForward(const Args& a) {
   const AttentionHeads h = heads_arg(a, 6);
   const Packed p = packed_arg(a, 3, 4, 5, h);
   const float* q = a.f32(0, "q", p.q_length);
@@ -199,14 +191,11 @@ Napi::Value AttentionForward(const Napi::CallbackInfo& info) {
   check_no_overlap(a, {{"out", out, p.q_length}, {"lse", lse, lse_length}},
                    {{"q", q, p.q_length}, {"k", k, p.kv_length}, {"v", v, p.kv_length}});
   attention_forward(h, p.n_tokens, p.seq_starts, p.num_seqs, q, k, v, out, lse);
-  return info.Env().Undefined();
 }
 
 // attentionBackward(q, k, v, out, lse, dOut, nTokens, seqStarts, numSeqs, numHeads, numKvHeads, headDim, scale,
 //                   dq, dk, dv)
-Napi::Value AttentionBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "attentionBackward"};
-  a.expect_count(16);
+void AttentionBackward(const Args& a) {
   const AttentionHeads h = heads_arg(a, 9);
   const Packed p = packed_arg(a, 6, 7, 8, h);
   const int64_t lse_length = p.n_tokens * h.num_heads;
@@ -227,16 +216,17 @@ Napi::Value AttentionBackward(const Napi::CallbackInfo& info) {
                     {"lse", lse, lse_length},
                     {"dOut", d_out, p.q_length}});
   attention_backward(h, p.n_tokens, p.seq_starts, p.num_seqs, q, k, v, out, lse, d_out, dq, dk, dv);
-  return info.Env().Undefined();
 }
+
+constexpr Op kOps[] = {
+    {"cacheWrite", 10, CacheWrite},
+    {"pagedAttention", 16, PagedAttention},
+    {"attentionForward", 12, AttentionForward},
+    {"attentionBackward", 16, AttentionBackward},
+};
 
 }  // namespace
 
-void register_attention(Napi::Env env, Napi::Object exports) {
-  exports.Set("cacheWrite", Napi::Function::New(env, CacheWrite, "cacheWrite"));
-  exports.Set("pagedAttention", Napi::Function::New(env, PagedAttention, "pagedAttention"));
-  exports.Set("attentionForward", Napi::Function::New(env, AttentionForward, "attentionForward"));
-  exports.Set("attentionBackward", Napi::Function::New(env, AttentionBackward, "attentionBackward"));
-}
+void register_attention(Napi::Env env, Napi::Object exports) { export_ops(env, exports, kOps); }
 
 }  // namespace ot

@@ -1,6 +1,6 @@
 // Argument checks at the binding boundary: every op validates types, lengths and
 // ranges before touching memory, and throws a TypeError or RangeError that names
-// the op and the argument.
+// the op and the argument. Also how a binding module exports its ops (export_ops).
 #pragma once
 
 #include <napi.h>
@@ -11,12 +11,21 @@
 
 namespace ot {
 
+// Sizes capped so that a product of two (or n · heads · headDim) fits int64: a
+// length check can never be fooled by an overflowed product.
+constexpr int64_t kMaxDim = INT64_C(1) << 31;
+
 [[noreturn]] inline void throw_type(Napi::Env env, const char* op, const char* arg, const std::string& what) {
   throw Napi::TypeError::New(env, std::string(op) + ": " + arg + " " + what);
 }
 
 [[noreturn]] inline void throw_range(Napi::Env env, const char* op, const char* arg, const std::string& what) {
   throw Napi::RangeError::New(env, std::string(op) + ": " + arg + " " + what);
+}
+
+/** Whether v is a typed array of that kind (Float32Array: napi_float32_array). */
+inline bool is_typed_array(const Napi::Value& v, napi_typedarray_type kind) {
+  return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == kind;
 }
 
 /** The op's name and call info, so checks can name what was wrong. */
@@ -66,9 +75,7 @@ struct Args {
   template <typename T, napi_typedarray_type Kind>
   T* typed(size_t i, const char* name, const char* type_name, int64_t expected_length) const {
     Napi::Value v = info[i];
-    if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != Kind) {
-      throw_type(env(), op, name, std::string("must be a ") + type_name);
-    }
+    if (!is_typed_array(v, Kind)) throw_type(env(), op, name, std::string("must be a ") + type_name);
     auto array = v.As<Napi::TypedArrayOf<T>>();
     if (expected_length >= 0 && static_cast<int64_t>(array.ElementLength()) != expected_length) {
       throw_range(env(), op, name, "has length " + std::to_string(array.ElementLength()) + ", expected " +
@@ -80,6 +87,11 @@ struct Args {
   /** A Float32Array of exactly `length` elements (-1: any length). */
   float* f32(size_t i, const char* name, int64_t length) const {
     return typed<float, napi_float32_array>(i, name, "Float32Array", length);
+  }
+
+  /** As f32, or nullptr when the argument is null or undefined (an optional output). */
+  float* f32_or_null(size_t i, const char* name, int64_t length) const {
+    return is_null(i) ? nullptr : f32(i, name, length);
   }
 
   int32_t* i32(size_t i, const char* name, int64_t length) const {
@@ -103,6 +115,31 @@ inline void check_indices(const Args& a, const char* name, const int32_t* values
                   "is " + std::to_string(values[i]) + ", expected [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
     }
   }
+}
+
+/**
+ * One JS function of a binding module: its name, the argument count it insists
+ * on, and a body that checks the arguments (through Args) and runs the kernel.
+ * The function returns undefined: ops write into the buffers they are given.
+ */
+struct Op {
+  const char* name;
+  size_t arg_count;
+  void (*run)(const Args& a);
+};
+
+inline Napi::Value call_op(const Napi::CallbackInfo& info) {
+  const Op& op = *static_cast<const Op*>(info.Data());
+  const Args a{info, op.name};
+  a.expect_count(op.arg_count);
+  op.run(a);
+  return info.Env().Undefined();
+}
+
+/** Sets exports[op.name] for every op of a module's table (static, so each Op outlives the addon). */
+template <size_t N>
+void export_ops(Napi::Env env, Napi::Object exports, const Op (&ops)[N]) {
+  for (const Op& op : ops) exports.Set(op.name, Napi::Function::New<call_op>(env, op.name, const_cast<Op*>(&op)));
 }
 
 }  // namespace ot

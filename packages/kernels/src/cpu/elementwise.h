@@ -3,12 +3,10 @@
 //   RoPE         Hugging Face rotate_half pairs (k, k + rot/2)     (rope.cc)
 //   SwiGLU       y = silu(gate) · up                               (activation.cc)
 //   Embedding    gather rows, scatter-add rows back                (embedding.cc)
-// plus the 8-wide exp / sigmoid that activation.cc and softmax.cc share.
+// SwiGLU and the losses take their 8-wide exp and sigmoid from simd.h.
 #pragma once
 
 #include <cstdint>
-
-#include "simd.h"
 
 namespace ot {
 
@@ -64,43 +62,5 @@ void embedding_forward(int64_t n, int64_t d, const int32_t* ids, const float* ta
  * never race, and every row is added in order i = 0, 1, … (deterministic).
  */
 void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const float* d_out, float* d_table);
-
-// ---- Vector math shared with the losses ------------------------------------
-
-#ifdef OT_AVX2
-/**
- * exp of 8 floats (Cephes-style range reduction + degree-5 polynomial, ≤ 2 ulp on
- * [-87, 88]). Inputs are clamped to that range: very negative inputs give
- * 1.6e-38 instead of 0, large ones 1.7e38 instead of +inf. NaN stays NaN.
- */
-inline __m256 exp256(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.0f);
-  const __m256 lo = _mm256_set1_ps(-87.0f);
-  const __m256 nan_mask = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  // x = k·ln2 + r, |r| ≤ ln2 / 2, with ln2 split in two for an exact k·ln2.
-  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  // · 2^k through the exponent bits (k ∈ [-126, 127] after the clamp).
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-  const __m256 result = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-  return _mm256_or_ps(result, nan_mask);  // NaN in, NaN out
-}
-
-/** σ(x) = 1 / (1 + e^−x) of 8 floats. */
-inline __m256 sigmoid256(__m256 x) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one, _mm256_add_ps(one, exp256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
-#endif
 
 }  // namespace ot

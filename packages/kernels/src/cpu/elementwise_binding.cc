@@ -10,9 +10,6 @@
 namespace ot {
 namespace {
 
-// Sizes are capped so that a product of two (or n · heads · headDim) fits int64:
-// a length check can never be fooled by an overflowed product.
-constexpr int64_t kMaxDim = INT64_C(1) << 31;
 constexpr int64_t kMaxHeads = INT64_C(1) << 12;
 constexpr int64_t kMaxHeadDim = INT64_C(1) << 16;
 
@@ -23,47 +20,45 @@ float positive(const Args& a, size_t i, const char* name) {
   return v;
 }
 
+/** Rows [n, d] of a norm: n and d at `first`, `first` + 1, eps after them. */
+struct NormShape {
+  int64_t n, d;
+  float eps;
+};
+
+NormShape norm_shape(const Args& a, size_t first) {
+  return {a.dim(first, "n", 0, kMaxDim), a.dim(first + 1, "d", 1, kMaxDim), positive(a, first + 2, "eps")};
+}
+
 // rmsNorm(x, weight, out, invRms | null, n, d, eps)
 //   out[n, d] = x · rsqrt(mean(x²) + eps) · weight; invRms [n] saved when given.
-Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
-  Args a{info, "rmsNorm"};
-  a.expect_count(7);
-  const int64_t n = a.dim(4, "n", 0, kMaxDim);
-  const int64_t d = a.dim(5, "d", 1, kMaxDim);
-  const float eps = positive(a, 6, "eps");
-  const float* x = a.f32(0, "x", n * d);
-  const float* w = a.f32(1, "weight", d);
-  float* out = a.f32(2, "out", n * d);
-  float* inv_rms = a.is_null(3) ? nullptr : a.f32(3, "invRms", n);
-  rmsnorm_forward(n, d, x, w, eps, out, inv_rms);
-  return info.Env().Undefined();
+void RmsNorm(const Args& a) {
+  const NormShape s = norm_shape(a, 4);
+  const float* x = a.f32(0, "x", s.n * s.d);
+  const float* w = a.f32(1, "weight", s.d);
+  float* out = a.f32(2, "out", s.n * s.d);
+  float* inv_rms = a.f32_or_null(3, "invRms", s.n);
+  rmsnorm_forward(s.n, s.d, x, w, s.eps, out, inv_rms);
 }
 
 // rmsNormBackward(dOut, x, weight, invRms | null, dx, dWeight | null, n, d, eps, accumulate)
 //   dx[n, d] = (accumulate: +=) the input gradient; dWeight[d] += the weight gradient.
-Napi::Value RmsNormBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "rmsNormBackward"};
-  a.expect_count(10);
-  const int64_t n = a.dim(6, "n", 0, kMaxDim);
-  const int64_t d = a.dim(7, "d", 1, kMaxDim);
-  const float eps = positive(a, 8, "eps");
+void RmsNormBackward(const Args& a) {
+  const NormShape s = norm_shape(a, 6);
   const bool accumulate = a.boolean(9, "accumulate");
-  const float* d_out = a.f32(0, "dOut", n * d);
-  const float* x = a.f32(1, "x", n * d);
-  const float* w = a.f32(2, "weight", d);
-  const float* inv_rms = a.is_null(3) ? nullptr : a.f32(3, "invRms", n);
-  float* dx = a.f32(4, "dx", n * d);
-  float* dw = a.is_null(5) ? nullptr : a.f32(5, "dWeight", d);
-  rmsnorm_backward(n, d, x, w, inv_rms, eps, d_out, dx, accumulate, dw);
-  return info.Env().Undefined();
+  const float* d_out = a.f32(0, "dOut", s.n * s.d);
+  const float* x = a.f32(1, "x", s.n * s.d);
+  const float* w = a.f32(2, "weight", s.d);
+  const float* inv_rms = a.f32_or_null(3, "invRms", s.n);
+  float* dx = a.f32(4, "dx", s.n * s.d);
+  float* dw = a.f32_or_null(5, "dWeight", s.d);
+  rmsnorm_backward(s.n, s.d, x, w, inv_rms, s.eps, d_out, dx, accumulate, dw);
 }
 
 // rope(x, positions, invFreq, n, heads, headDim, attentionScaling, inverse)
 //   Rotates x [n, heads, headDim] in place; invFreq has rotaryDim / 2 ≤ headDim / 2
 //   entries (dimensions from rotaryDim on pass through).
-Napi::Value Rope(const Napi::CallbackInfo& info) {
-  Args a{info, "rope"};
-  a.expect_count(8);
+void Rope(const Args& a) {
   const int64_t n = a.dim(3, "n", 0, kMaxDim);
   const int64_t heads = a.dim(4, "heads", 1, kMaxHeads);
   const int64_t head_dim = a.dim(5, "headDim", 2, kMaxHeadDim);
@@ -80,25 +75,19 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
                 "has length " + std::to_string(rot_half) + ", expected 1 to headDim / 2 = " + std::to_string(head_dim / 2));
   }
   rope_apply(n, heads, head_dim, x, positions, inv_freq, rot_half, scale, inverse);
-  return info.Env().Undefined();
 }
 
 // swiglu(gate, up, out): out = silu(gate) · up, all of gate's length.
-Napi::Value Swiglu(const Napi::CallbackInfo& info) {
-  Args a{info, "swiglu"};
-  a.expect_count(3);
+void Swiglu(const Args& a) {
   const float* gate = a.f32(0, "gate", -1);
   const int64_t count = a.length_of(0);
   const float* up = a.f32(1, "up", count);
   float* out = a.f32(2, "out", count);
   swiglu_forward(count, gate, up, out);
-  return info.Env().Undefined();
 }
 
 // swigluBackward(dOut, gate, up, dGate, dUp): both gradients overwritten.
-Napi::Value SwigluBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "swigluBackward"};
-  a.expect_count(5);
+void SwigluBackward(const Args& a) {
   const float* d_out = a.f32(0, "dOut", -1);
   const int64_t count = a.length_of(0);
   const float* gate = a.f32(1, "gate", count);
@@ -106,49 +95,50 @@ Napi::Value SwigluBackward(const Napi::CallbackInfo& info) {
   float* d_gate = a.f32(3, "dGate", count);
   float* d_up = a.f32(4, "dUp", count);
   swiglu_backward(count, d_out, gate, up, d_gate, d_up);
-  return info.Env().Undefined();
+}
+
+/** ids [n] into a table [vocab, d]: the ids at 0, n, vocab and d at 3..5 (both embedding ops). */
+struct Lookup {
+  int64_t n, vocab, d;
+  const int32_t* ids;
+};
+
+Lookup lookup(const Args& a) {
+  Lookup l{a.dim(3, "n", 0, kMaxDim), a.dim(4, "vocab", 1, kMaxDim), a.dim(5, "d", 1, kMaxDim), nullptr};
+  l.ids = a.i32(0, "ids", l.n);
+  return l;
 }
 
 // embedding(ids, table, out, n, vocab, d): out[n, d] = table[ids[i], :].
-Napi::Value Embedding(const Napi::CallbackInfo& info) {
-  Args a{info, "embedding"};
-  a.expect_count(6);
-  const int64_t n = a.dim(3, "n", 0, kMaxDim);
-  const int64_t vocab = a.dim(4, "vocab", 1, kMaxDim);
-  const int64_t d = a.dim(5, "d", 1, kMaxDim);
-  const int32_t* ids = a.i32(0, "ids", n);
-  const float* table = a.f32(1, "table", vocab * d);
-  float* out = a.f32(2, "out", n * d);
-  check_indices(a, "ids", ids, n, 0, vocab);
-  embedding_forward(n, d, ids, table, out);
-  return info.Env().Undefined();
+void Embedding(const Args& a) {
+  const Lookup l = lookup(a);
+  const float* table = a.f32(1, "table", l.vocab * l.d);
+  float* out = a.f32(2, "out", l.n * l.d);
+  check_indices(a, "ids", l.ids, l.n, 0, l.vocab);
+  embedding_forward(l.n, l.d, l.ids, table, out);
 }
 
 // embeddingBackward(ids, dOut, dTable, n, vocab, d): dTable[ids[i], :] += dOut[i, :].
-Napi::Value EmbeddingBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "embeddingBackward"};
-  a.expect_count(6);
-  const int64_t n = a.dim(3, "n", 0, kMaxDim);
-  const int64_t vocab = a.dim(4, "vocab", 1, kMaxDim);
-  const int64_t d = a.dim(5, "d", 1, kMaxDim);
-  const int32_t* ids = a.i32(0, "ids", n);
-  const float* d_out = a.f32(1, "dOut", n * d);
-  float* d_table = a.f32(2, "dTable", vocab * d);
-  check_indices(a, "ids", ids, n, 0, vocab);
-  embedding_backward(n, d, ids, d_out, d_table);
-  return info.Env().Undefined();
+void EmbeddingBackward(const Args& a) {
+  const Lookup l = lookup(a);
+  const float* d_out = a.f32(1, "dOut", l.n * l.d);
+  float* d_table = a.f32(2, "dTable", l.vocab * l.d);
+  check_indices(a, "ids", l.ids, l.n, 0, l.vocab);
+  embedding_backward(l.n, l.d, l.ids, d_out, d_table);
 }
+
+constexpr Op kOps[] = {
+    {"rmsNorm", 7, RmsNorm},
+    {"rmsNormBackward", 10, RmsNormBackward},
+    {"rope", 8, Rope},
+    {"swiglu", 3, Swiglu},
+    {"swigluBackward", 5, SwigluBackward},
+    {"embedding", 6, Embedding},
+    {"embeddingBackward", 6, EmbeddingBackward},
+};
 
 }  // namespace
 
-void register_elementwise(Napi::Env env, Napi::Object exports) {
-  exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
-  exports.Set("rmsNormBackward", Napi::Function::New(env, RmsNormBackward, "rmsNormBackward"));
-  exports.Set("rope", Napi::Function::New(env, Rope, "rope"));
-  exports.Set("swiglu", Napi::Function::New(env, Swiglu, "swiglu"));
-  exports.Set("swigluBackward", Napi::Function::New(env, SwigluBackward, "swigluBackward"));
-  exports.Set("embedding", Napi::Function::New(env, Embedding, "embedding"));
-  exports.Set("embeddingBackward", Napi::Function::New(env, EmbeddingBackward, "embeddingBackward"));
-}
+void register_elementwise(Napi::Env env, Napi::Object exports) { export_ops(env, exports, kOps); }
 
 }  // namespace ot

@@ -21,6 +21,12 @@ struct GemmArgs {
   int64_t ldc = 0;
 };
 
+/** The arguments in cblas_sgemm's order (row-major), so a call fits on one line. */
+inline GemmArgs gemm_args(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  return GemmArgs{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+}
+
 /** The op as built: OpenBLAS when the addon was built with it, else gemm_own. */
 void gemm(const GemmArgs& g);
 /** The addon's own packed SIMD kernel, multi-threaded on the pool. */

@@ -13,9 +13,7 @@ namespace {
 //   c[m, n] = alpha · op(a) · op(b) + beta · c; a [m, k] ([k, m] if transA), b [k, n] ([n, k] if transB).
 //   backend: "auto" (OpenBLAS when built with it), "own" (the addon's SIMD kernel), "blas", or
 //   "rows" (x·Wᵀ only: each row of c independent of the other rows, for batched sampling).
-Napi::Value Gemm(const Napi::CallbackInfo& info) {
-  Args a{info, "gemm"};
-  a.expect_count(11);
+void Gemm(const Args& a) {
   GemmArgs g;
   g.trans_a = a.boolean(0, "transA");
   g.trans_b = a.boolean(1, "transB");
@@ -30,8 +28,8 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   g.lda = g.trans_a ? g.m : g.k;
   g.ldb = g.trans_b ? g.k : g.n;
   g.ldc = g.n;
-  if (!info[10].IsString()) throw_type(a.env(), a.op, "backend", "must be \"auto\", \"own\", \"blas\" or \"rows\"");
-  const std::string backend = info[10].As<Napi::String>().Utf8Value();
+  if (!a.info[10].IsString()) throw_type(a.env(), a.op, "backend", "must be \"auto\", \"own\", \"blas\" or \"rows\"");
+  const std::string backend = a.info[10].As<Napi::String>().Utf8Value();
   if (backend == "auto") {
     gemm(g);
   } else if (backend == "own") {
@@ -44,13 +42,12 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   } else {
     throw_range(a.env(), a.op, "backend", "must be \"auto\", \"own\", \"blas\" or \"rows\", got \"" + backend + "\"");
   }
-  return info.Env().Undefined();
 }
+
+constexpr Op kOps[] = {{"gemm", 11, Gemm}};
 
 }  // namespace
 
-void register_gemm(Napi::Env env, Napi::Object exports) {
-  exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
-}
+void register_gemm(Napi::Env env, Napi::Object exports) { export_ops(env, exports, kOps); }
 
 }  // namespace ot

@@ -34,29 +34,8 @@ void group_rows(const int32_t* slots, int64_t n, int64_t count, Groups& g) {
 /** out[0..8) += the 8 dot products of t[0..r) with rows b[o..o+8) of a [.., r] matrix. */
 inline void dot8(const float* t, const float* b, int64_t r, float* out) {
 #ifdef OT_AVX2
-  __m256 acc[8];
-  for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
-  int64_t q = 0;
-  for (; q + 8 <= r; q += 8) {
-    const __m256 tv = _mm256_loadu_ps(t + q);
-    for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(b + j * r + q), tv, acc[j]);
-  }
-  if (q < r) {
-    alignas(32) int32_t mask_bits[8];
-    for (int j = 0; j < 8; ++j) mask_bits[j] = q + j < r ? -1 : 0;
-    const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(mask_bits));
-    const __m256 tv = _mm256_maskload_ps(t + q, mask);
-    for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(_mm256_maskload_ps(b + j * r + q, mask), tv, acc[j]);
-  }
-  const __m256 t01 = _mm256_hadd_ps(acc[0], acc[1]);
-  const __m256 t23 = _mm256_hadd_ps(acc[2], acc[3]);
-  const __m256 t45 = _mm256_hadd_ps(acc[4], acc[5]);
-  const __m256 t67 = _mm256_hadd_ps(acc[6], acc[7]);
-  const __m256 t0123 = _mm256_hadd_ps(t01, t23);
-  const __m256 t4567 = _mm256_hadd_ps(t45, t67);
-  const __m256 lo = _mm256_permute2f128_ps(t0123, t4567, 0x20);
-  const __m256 hi = _mm256_permute2f128_ps(t0123, t4567, 0x31);
-  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(out), _mm256_add_ps(lo, hi)));
+  const __m256 sums = dot8_lanes(t, [b, r](int j) { return b + j * r; }, r);
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(out), sums));
 #else
   for (int j = 0; j < 8; ++j) out[j] += dot(t, b + j * r, r);
 #endif
@@ -85,16 +64,8 @@ inline void dot8x2(const float* t0, const float* t1, const float* b, int64_t r, 
       }
     }
     for (int row = 0; row < 2; ++row) {
-      __m256* acc = row == 0 ? acc0 : acc1;
       float* out = row == 0 ? out0 : out1;
-      const __m256 t01 = _mm256_hadd_ps(acc[0], acc[1]);
-      const __m256 t23 = _mm256_hadd_ps(acc[2], acc[3]);
-      const __m256 t45 = _mm256_hadd_ps(acc[4], acc[5]);
-      const __m256 t67 = _mm256_hadd_ps(acc[6], acc[7]);
-      const __m256 t0123 = _mm256_hadd_ps(t01, t23);
-      const __m256 t4567 = _mm256_hadd_ps(t45, t67);
-      const __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(t0123, t4567, 0x20), _mm256_permute2f128_ps(t0123, t4567, 0x31));
-      _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(out), sum));
+      _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(out), hsum8(row == 0 ? acc0 : acc1)));
     }
     return;
   }
@@ -185,25 +156,6 @@ void scatter_add(const float* block, int64_t width, const int32_t* rows, int64_t
   });
 }
 
-GemmArgs product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.alpha = alpha;
-  g.a = a;
-  g.lda = lda;
-  g.b = b;
-  g.ldb = ldb;
-  g.beta = beta;
-  g.c = c;
-  g.ldc = ldc;
-  return g;
-}
-
 /** One large group through GEMMs: U = X·Aᵀ, then Y += s·U·Bᵀ. */
 void forward_group_gemm(const LoraShape& s, const float* x, const int32_t* rows, int64_t count, const LoraAdapter& ad,
                         float* y) {
@@ -212,13 +164,13 @@ void forward_group_gemm(const LoraShape& s, const float* x, const int32_t* rows,
   const RowBlock xg = gather(x, s.d_in, rows, count, x_scratch);
   if (u_scratch.size() < static_cast<size_t>(count * r)) u_scratch.resize(static_cast<size_t>(count * r));
   float* u = u_scratch.data();  // [count, r]
-  gemm(product(false, true, count, r, s.d_in, 1.0f, xg.data, s.d_in, ad.a, s.d_in, 0.0f, u, r));
+  gemm(gemm_args(false, true, count, r, s.d_in, 1.0f, xg.data, s.d_in, ad.a, s.d_in, 0.0f, u, r));
   if (xg.contiguous) {
-    gemm(product(false, true, count, s.d_out, r, ad.scale, u, r, ad.b, r, 1.0f, y + rows[0] * s.d_out, s.d_out));
+    gemm(gemm_args(false, true, count, s.d_out, r, ad.scale, u, r, ad.b, r, 1.0f, y + rows[0] * s.d_out, s.d_out));
     return;
   }
   if (y_scratch.size() < static_cast<size_t>(count * s.d_out)) y_scratch.resize(static_cast<size_t>(count * s.d_out));
-  gemm(product(false, true, count, s.d_out, r, ad.scale, u, r, ad.b, r, 0.0f, y_scratch.data(), s.d_out));
+  gemm(gemm_args(false, true, count, s.d_out, r, ad.scale, u, r, ad.b, r, 0.0f, y_scratch.data(), s.d_out));
   scatter_add(y_scratch.data(), s.d_out, rows, count, y);
 }
 
@@ -290,18 +242,18 @@ void lora_backward(const LoraShape& s, const float* x, const float* dy, const in
     }
     float* u = u_scratch.data();    // [rows, r] = X·Aᵀ
     float* du = du_scratch.data();  // [rows, r] = s · dY·B
-    gemm(product(false, true, rows, r, s.d_in, 1.0f, xg.data, s.d_in, ad.a, s.d_in, 0.0f, u, r));
-    gemm(product(false, false, rows, r, s.d_out, ad.scale, dyg.data, s.d_out, ad.b, r, 0.0f, du, r));
+    gemm(gemm_args(false, true, rows, r, s.d_in, 1.0f, xg.data, s.d_in, ad.a, s.d_in, 0.0f, u, r));
+    gemm(gemm_args(false, false, rows, r, s.d_out, ad.scale, dyg.data, s.d_out, ad.b, r, 0.0f, du, r));
     // dB += s · dYᵀ·U,  dA += dUᵀ·X
-    gemm(product(true, false, s.d_out, r, rows, ad.scale, dyg.data, s.d_out, u, r, 1.0f, gr.db, r));
-    gemm(product(true, false, r, s.d_in, rows, 1.0f, du, r, xg.data, s.d_in, 1.0f, gr.da, s.d_in));
+    gemm(gemm_args(true, false, s.d_out, r, rows, ad.scale, dyg.data, s.d_out, u, r, 1.0f, gr.db, r));
+    gemm(gemm_args(true, false, r, s.d_in, rows, 1.0f, du, r, xg.data, s.d_in, 1.0f, gr.da, s.d_in));
     if (!dx) continue;
     // dX += dU·A
     if (xg.contiguous) {
-      gemm(product(false, false, rows, s.d_in, r, 1.0f, du, r, ad.a, s.d_in, 1.0f, dx + order[0] * s.d_in, s.d_in));
+      gemm(gemm_args(false, false, rows, s.d_in, r, 1.0f, du, r, ad.a, s.d_in, 1.0f, dx + order[0] * s.d_in, s.d_in));
     } else {
       if (dx_scratch.size() < static_cast<size_t>(rows * s.d_in)) dx_scratch.resize(static_cast<size_t>(rows * s.d_in));
-      gemm(product(false, false, rows, s.d_in, r, 1.0f, du, r, ad.a, s.d_in, 0.0f, dx_scratch.data(), s.d_in));
+      gemm(gemm_args(false, false, rows, s.d_in, r, 1.0f, du, r, ad.a, s.d_in, 0.0f, dx_scratch.data(), s.d_in));
       scatter_add(dx_scratch.data(), s.d_in, order, rows, dx);
     }
   }

@@ -39,12 +39,8 @@ class LoraTable : public Napi::ObjectWrap<LoraTable> {
     for (uint32_t g = 0; g < count; ++g) {
       const std::string at = "[" + std::to_string(g) + "]";
       Napi::Value av = as[g], bv = bs[g], sv = scales[g];
-      if (!av.IsTypedArray() || av.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-        throw_type(a.env(), a.op, ("as" + at).c_str(), "must be a Float32Array");
-      }
-      if (!bv.IsTypedArray() || bv.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-        throw_type(a.env(), a.op, ("bs" + at).c_str(), "must be a Float32Array");
-      }
+      if (!is_typed_array(av, napi_float32_array)) throw_type(a.env(), a.op, ("as" + at).c_str(), "must be a Float32Array");
+      if (!is_typed_array(bv, napi_float32_array)) throw_type(a.env(), a.op, ("bs" + at).c_str(), "must be a Float32Array");
       auto af = av.As<Napi::Float32Array>();
       auto bf = bv.As<Napi::Float32Array>();
       const int64_t a_len = static_cast<int64_t>(af.ElementLength());
@@ -109,9 +105,7 @@ LoraTable* table_arg(const Args& a, size_t i, const char* name) {
 }
 
 // loraForward(x, n, slots, table, y, rowInvariant): y[n, dOut] += per-row LoRA deltas of x[n, dIn].
-Napi::Value LoraForward(const Napi::CallbackInfo& info) {
-  Args a{info, "loraForward"};
-  a.expect_count(6);
+void LoraForward(const Args& a) {
   LoraTable* table = table_arg(a, 3, "table");
   const int64_t n = a.dim(1, "n");
   const float* x = a.f32(0, "x", n * table->d_in());
@@ -120,14 +114,11 @@ Napi::Value LoraForward(const Napi::CallbackInfo& info) {
   float* y = a.f32(4, "y", n * table->d_out());
   const bool row_invariant = a.boolean(5, "rowInvariant");
   lora_forward({n, table->d_in(), table->d_out()}, x, slots, table->adapters(), table->count(), y, row_invariant);
-  return info.Env().Undefined();
 }
 
 // loraBackward(x, dy, n, slots, table, dx | null, grads): grads (a LoraTable over
 // dA/dB buffers with the same ranks) accumulate; dx[n, dIn] += the LoRA part.
-Napi::Value LoraBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "loraBackward"};
-  a.expect_count(7);
+void LoraBackward(const Args& a) {
   LoraTable* table = table_arg(a, 4, "table");
   LoraTable* grads = table_arg(a, 6, "grads");
   if (!grads->same_shapes(*table)) throw_range(a.env(), a.op, "grads", "must have the table's dIn, dOut, count and ranks");
@@ -136,11 +127,12 @@ Napi::Value LoraBackward(const Napi::CallbackInfo& info) {
   const float* dy = a.f32(1, "dy", n * table->d_out());
   const int32_t* slots = a.i32(3, "slots", n);
   check_indices(a, "slots", slots, n, -1, table->count());
-  float* dx = a.is_null(5) ? nullptr : a.f32(5, "dx", n * table->d_in());
+  float* dx = a.f32_or_null(5, "dx", n * table->d_in());
   lora_backward({n, table->d_in(), table->d_out()}, x, dy, slots, table->adapters(), table->count(), dx,
                 grads->as_grads());
-  return info.Env().Undefined();
 }
+
+constexpr Op kOps[] = {{"loraForward", 6, LoraForward}, {"loraBackward", 7, LoraBackward}};
 
 }  // namespace
 
@@ -148,8 +140,7 @@ void register_lora(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = LoraTable::Define(env);
   table_constructor = new Napi::FunctionReference(Napi::Persistent(ctor));
   exports.Set("LoraTable", ctor);
-  exports.Set("loraForward", Napi::Function::New(env, LoraForward, "loraForward"));
-  exports.Set("loraBackward", Napi::Function::New(env, LoraBackward, "loraBackward"));
+  export_ops(env, exports, kOps);
 }
 
 }  // namespace ot

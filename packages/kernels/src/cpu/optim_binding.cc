@@ -25,9 +25,7 @@ double hyper(const Args& a, size_t i, const char* name, double lo, double hi, bo
 
 // adamwStep(param, grad, m, v, lr, beta1, beta2, eps, weightDecay, step, gradScale)
 //   One AdamW step in place on param, m and v (all of param's length); see optim.h.
-Napi::Value AdamwStep(const Napi::CallbackInfo& info) {
-  Args a{info, "adamwStep"};
-  a.expect_count(11);
+void AdamwStep(const Args& a) {
   AdamWParams h;
   h.lr = hyper(a, 4, "lr", 0.0, INFINITY);
   h.beta1 = hyper(a, 5, "beta1", 0.0, 1.0, false);
@@ -42,7 +40,6 @@ Napi::Value AdamwStep(const Napi::CallbackInfo& info) {
   float* m = a.f32(2, "m", count);
   float* v = a.f32(3, "v", count);
   adamw_step(count, param, grad, m, v, h);
-  return info.Env().Undefined();
 }
 
 // sumOfSquares(buffers: Float32Array[]) → Σ over all buffers of Σ x², in float64.
@@ -54,7 +51,7 @@ Napi::Value SumOfSquares(const Napi::CallbackInfo& info) {
   const uint32_t count = buffers.Length();
   for (uint32_t b = 0; b < count; ++b) {  // every type first, so a bad entry computes nothing
     Napi::Value item = buffers[b];
-    if (!item.IsTypedArray() || item.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+    if (!is_typed_array(item, napi_float32_array)) {
       throw_type(a.env(), a.op, ("buffers[" + std::to_string(b) + "]").c_str(), "must be a Float32Array");
     }
   }
@@ -67,11 +64,13 @@ Napi::Value SumOfSquares(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), total);
 }
 
+constexpr Op kOps[] = {{"adamwStep", 11, AdamwStep}};
+
 }  // namespace
 
 void register_optim(Napi::Env env, Napi::Object exports) {
-  exports.Set("adamwStep", Napi::Function::New(env, AdamwStep, "adamwStep"));
-  exports.Set("sumOfSquares", Napi::Function::New(env, SumOfSquares, "sumOfSquares"));
+  export_ops(env, exports, kOps);
+  exports.Set("sumOfSquares", Napi::Function::New(env, SumOfSquares, "sumOfSquares"));  // returns a number
 }
 
 }  // namespace ot

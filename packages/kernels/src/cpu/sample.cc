@@ -51,9 +51,7 @@ void sample_row(const float* logits, int64_t vocab, float temperature, double u,
 // sampleRows(logits, n, vocab, temperatures, uniforms, tokens, lse)
 //   logits [n, vocab]; temperatures [n] ≥ 0; uniforms [n] in [0, 1) (Float64Array);
 //   tokens [n] (Int32Array) and lse [n] (temperature-1 log-sum-exp) are written.
-Napi::Value SampleRows(const Napi::CallbackInfo& info) {
-  Args a{info, "sampleRows"};
-  a.expect_count(7);
+void SampleRows(const Args& a) {
   const int64_t n = a.dim(1, "n");
   const int64_t vocab = a.dim(2, "vocab", 1);
   const float* logits = a.f32(0, "logits", n * vocab);
@@ -72,13 +70,12 @@ Napi::Value SampleRows(const Napi::CallbackInfo& info) {
   parallel_for(n, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) sample_row(logits + r * vocab, vocab, temperatures[r], uniforms[r], tokens + r, lse + r);
   });
-  return info.Env().Undefined();
 }
+
+constexpr Op kOps[] = {{"sampleRows", 7, SampleRows}};
 
 }  // namespace
 
-void register_sample(Napi::Env env, Napi::Object exports) {
-  exports.Set("sampleRows", Napi::Function::New(env, SampleRows, "sampleRows"));
-}
+void register_sample(Napi::Env env, Napi::Object exports) { export_ops(env, exports, kOps); }
 
 }  // namespace ot

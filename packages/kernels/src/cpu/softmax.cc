@@ -8,7 +8,6 @@
 #include <cmath>
 #include <vector>
 
-#include "elementwise.h"
 #include "gemm.h"
 #include "loss.h"
 #include "simd.h"
@@ -81,18 +80,8 @@ void row_grad(const float* x, int64_t v, int64_t t, float lse, float g, float* o
 /** One tile of logits: [rows, cols] = hidden[row0 .., :] · W[col0 .., :]ᵀ, stored with stride cols. */
 void tile_logits(const UnembedShape& s, const float* hidden, const float* w, int64_t row0, int64_t rows, int64_t col0,
                  int64_t cols, float* logits) {
-  GemmArgs g;
-  g.trans_b = true;
-  g.m = rows;
-  g.n = cols;
-  g.k = s.d;
-  g.a = hidden + row0 * s.d;
-  g.lda = s.d;
-  g.b = w + col0 * s.d;
-  g.ldb = s.d;
-  g.c = logits;
-  g.ldc = cols;
-  gemm(g);
+  gemm(gemm_args(false, true, rows, cols, s.d, 1.0f, hidden + row0 * s.d, s.d, w + col0 * s.d, s.d, 0.0f, logits,
+                 cols));
 }
 
 float* tile_scratch(const UnembedShape& s) {
@@ -182,32 +171,13 @@ void unembed_logprobs_backward(const UnembedShape& s, const float* hidden, const
           row_grad(logits + i * cols, cols, t, lse[row0 + i], d_logprobs[row0 + i], logits + i * cols);
         }
       });
-      GemmArgs dh;  // dHidden[rows, d] += G · W[col0 .. col0 + cols, :]
-      dh.m = rows;
-      dh.n = s.d;
-      dh.k = cols;
-      dh.a = logits;
-      dh.lda = cols;
-      dh.b = w + col0 * s.d;
-      dh.ldb = s.d;
-      dh.beta = 1.0f;
-      dh.c = d_hidden + row0 * s.d;
-      dh.ldc = s.d;
-      gemm(dh);
+      // dHidden[rows, d] += G · W[col0 .. col0 + cols, :]
+      gemm(gemm_args(false, false, rows, s.d, cols, 1.0f, logits, cols, w + col0 * s.d, s.d, 1.0f, d_hidden + row0 * s.d,
+                     s.d));
       if (!d_w) continue;
-      GemmArgs dw;  // dW[col0 .. col0 + cols, :] += Gᵀ · hidden[rows, :]
-      dw.trans_a = true;
-      dw.m = cols;
-      dw.n = s.d;
-      dw.k = rows;
-      dw.a = logits;
-      dw.lda = cols;
-      dw.b = hidden + row0 * s.d;
-      dw.ldb = s.d;
-      dw.beta = 1.0f;
-      dw.c = d_w + col0 * s.d;
-      dw.ldc = s.d;
-      gemm(dw);
+      // dW[col0 .. col0 + cols, :] += Gᵀ · hidden[rows, :]
+      gemm(gemm_args(true, false, cols, s.d, rows, 1.0f, logits, cols, hidden + row0 * s.d, s.d, 1.0f, d_w + col0 * s.d,
+                     s.d));
     }
   }
 }
