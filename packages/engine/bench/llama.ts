@@ -23,17 +23,11 @@ import {
 import { TINY_MODEL, writeTinyModel } from "../src/testing/tiny-model.ts";
 import { pack } from "../src/trainer/batching.ts";
 import { writeHfDirAsGguf, writeModelGguf } from "./gguf-model.ts";
-import {
-  type Llama,
-  type LlamaContextSequence,
-  type LlamaModel,
-  loadLlamaCpp,
-  NODE_LLAMA_CPP_VERSION,
-} from "./llama-cpp.ts";
+import { type Llama, type LlamaContextSequence, loadLlamaCpp, NODE_LLAMA_CPP_VERSION } from "./llama-cpp.ts";
+import { llamaGenerate, llamaGreedy, llamaLogits, PREFILL, withContext, withModel } from "./llama-session.ts";
 import { DECODE, decodeRate, prompt, timed } from "./sampling.ts";
 import { median, progress, round } from "./timing.ts";
 
-const PREFILL = 512;
 /** f32 on both sides, flash attention off: logits agree to ~1e-6, far below this. */
 const LOGIT_TOLERANCE = 1e-3;
 const CHECK_PROMPT = 16;
@@ -64,26 +58,6 @@ function ourLogits(base: BaseModel, tokens: readonly number[], from: number): Fl
   return logits;
 }
 
-/** llama.cpp's logits [positions from..T-1, V] for the same tokens, from a fresh sequence. */
-async function llamaLogits(
-  sequence: LlamaContextSequence,
-  tokens: readonly number[],
-  from: number,
-  vocab: number,
-): Promise<Float32Array> {
-  await sequence.clearHistory();
-  const out = await sequence.controlledEvaluate(
-    tokens.map((t, i) => (i < from ? t : [t, { generateNext: { logits: true } }])),
-  );
-  const logits = new Float32Array((tokens.length - from) * vocab);
-  for (let i = from; i < tokens.length; i++) {
-    const row = out[i]?.next.logits;
-    if (!row || row.size !== vocab) throw new Error(`llama.cpp gave ${row?.size ?? 0} logits at ${i}`);
-    for (const [token, logit] of row) logits[(i - from) * vocab + token] = logit;
-  }
-  return logits;
-}
-
 function argmax(logits: Float32Array, row: number, vocab: number): number {
   let best = 0;
   for (let v = 1; v < vocab; v++)
@@ -95,76 +69,6 @@ function maxAbsDiff(a: Float32Array, b: Float32Array): number {
   let max = 0;
   for (let i = 0; i < a.length; i++) max = Math.max(max, Math.abs((a[i] as number) - (b[i] as number)));
   return max;
-}
-
-/** Greedy tokens of llama.cpp's own generation loop. */
-async function llamaGreedy(
-  sequence: LlamaContextSequence,
-  input: number[],
-  count: number,
-): Promise<number[]> {
-  await sequence.clearHistory();
-  const tokens: number[] = [];
-  for await (const token of sequence.evaluate(input, { temperature: 0 })) {
-    tokens.push(token);
-    if (tokens.length >= count) break;
-  }
-  return tokens;
-}
-
-/** Generates up to `count` tokens after `input`; returns how many came (an end-of-text token stops it). */
-async function llamaGenerate(
-  sequence: LlamaContextSequence,
-  input: number[],
-  count: number,
-  seed: number,
-): Promise<number> {
-  await sequence.clearHistory();
-  let generated = 0;
-  for await (const _ of sequence.evaluate(input, { temperature: 1, seed })) if (++generated >= count) break;
-  return generated;
-}
-
-/**
- * llama.cpp's flash attention ("auto" turns it on for CPU) is not exact in f32:
- * with it, logits differ from ours by ~4e-3 (measured on the tiny and Qwen-shaped
- * models), without it by ~1e-6. So the check that the conversion is right runs
- * with it off; speed is measured both ways and ours is judged against the faster.
- */
-type FlashAttention = false | "auto";
-
-/** Runs `use` on a fresh one-sequence context of `model`, then frees the context. */
-async function withContext<T>(
-  model: LlamaModel,
-  config: ModelConfig,
-  threads: number,
-  flashAttention: FlashAttention,
-  use: (sequence: LlamaContextSequence) => Promise<T>,
-): Promise<T> {
-  const context = await model.createContext({
-    contextSize: Math.min(2 * PREFILL, config.maxPositionEmbeddings),
-    batchSize: PREFILL, // the whole prompt in one batch, as our maxTokensPerStep does
-    sequences: 1,
-    threads: { ideal: threads, min: threads },
-    flashAttention,
-    // f32 everywhere, like our engine (llama.cpp's default cache is f16).
-    experimentalKvCacheKeyType: "F32",
-    experimentalKvCacheValueType: "F32",
-  });
-  try {
-    return await use(context.getSequence());
-  } finally {
-    await context.dispose();
-  }
-}
-
-async function withModel<T>(llama: Llama, gguf: string, use: (model: LlamaModel) => Promise<T>): Promise<T> {
-  const model = await llama.loadModel({ modelPath: gguf, gpuLayers: 0 });
-  try {
-    return await use(model);
-  } finally {
-    await model.dispose();
-  }
 }
 
 /** Logits of both engines on one sequence (a prompt and our greedy continuation) and their greedy tokens. */

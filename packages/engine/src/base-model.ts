@@ -1,11 +1,12 @@
 // A frozen base model shared by every policy over it: config, weights, RoPE
 // frequencies and (when loaded from a directory) its tokenizer.
-import { type RopeFrequencies, ropeInvFreq } from "@opentinker/kernels";
+import type { RopeFrequencies } from "@opentinker/kernels";
 import {
   type HfModel,
   loadHfModel,
   type ModelConfig,
   type ModelWeights,
+  ropeFrequencies,
   type TextTokenizer,
 } from "./model/index.ts";
 
@@ -18,17 +19,6 @@ export interface BaseModel {
   dir?: string;
 }
 
-export function ropeFor(config: ModelConfig): RopeFrequencies {
-  return ropeInvFreq({
-    hidden_size: config.hiddenSize,
-    num_attention_heads: config.numHeads,
-    head_dim: config.headDim,
-    max_position_embeddings: config.maxPositionEmbeddings,
-    rope_theta: config.ropeTheta,
-    rope_scaling: config.ropeScaling as Parameters<typeof ropeInvFreq>[0]["rope_scaling"],
-  });
-}
-
 export function baseModelFrom(
   name: string,
   model: Pick<HfModel, "config" | "weights"> & Partial<HfModel>,
@@ -37,7 +27,7 @@ export function baseModelFrom(
     name,
     config: model.config,
     weights: model.weights,
-    rope: ropeFor(model.config),
+    rope: ropeFrequencies(model.config),
     tokenizer: model.tokenizer,
     dir: model.dir,
   };

@@ -7,7 +7,6 @@ import {
   rmsNormBackward,
   rope,
   ropeBackward,
-  ropeInvFreq,
   swiglu,
   swigluBackward,
 } from "./ops/elementwise.ts";
@@ -28,6 +27,12 @@ import { expectClose, randomF32, rng } from "./test-utils.ts";
 // central differences (h = 1e-5, float64): truncation error O(h²) ≈ 1e-10 times the
 // third derivative, plus rounding 1e-16 / h ≈ 1e-11; 1e-7 leaves a wide margin.
 const FD_TOLERANCE = 1e-7;
+
+/** Unscaled rotary frequencies θ^(−2k/headDim), θ = 10000, over the whole head. */
+const defaultFrequencies = (headDim: number) => ({
+  invFreq: Float32Array.from({ length: headDim / 2 }, (_, k) => 10000 ** ((-2 * k) / headDim)),
+  attentionScaling: 1,
+});
 const f64 = (v: Float32Array) => Float64Array.from(v);
 const dotProduct = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let sum = 0;
@@ -179,11 +184,7 @@ describe("rope", () => {
   it("follows Hugging Face's q·cos + rotate_half(q)·sin with cos = cat(freqs, freqs)", () => {
     const headDim = 8;
     const x = Float32Array.from({ length: headDim }, (_, k) => k + 1);
-    const { invFreq, attentionScaling } = ropeInvFreq({
-      hidden_size: 8,
-      num_attention_heads: 1,
-      max_position_embeddings: 64,
-    });
+    const { invFreq, attentionScaling } = defaultFrequencies(headDim);
     const position = 3;
     const actual = Float32Array.from(x);
     rope(actual, Int32Array.of(position), { invFreq, attentionScaling }, 1, 1, headDim);
@@ -221,7 +222,7 @@ describe("rope", () => {
     const random = rng(6);
     const [n, heads, headDim] = [9, 4, 64];
     const positions = Int32Array.from({ length: n }, (_, i) => i * 517);
-    const freqs = ropeInvFreq({ hidden_size: 256, num_attention_heads: 4, max_position_embeddings: 4096 });
+    const freqs = defaultFrequencies(headDim);
     const scaled = { invFreq: freqs.invFreq, attentionScaling: 1.2 };
     const x = randomF32(n * heads * headDim, random);
     const y = randomF32(n * heads * headDim, random);
@@ -259,106 +260,6 @@ describe("rope", () => {
     expect(() => native.rope(f(16), positions, f(2), 2, 2, 4, Number.POSITIVE_INFINITY, false)).toThrow(
       /rope: attentionScaling must be finite/,
     );
-  });
-});
-
-describe("ropeInvFreq", () => {
-  const base = { hidden_size: 32, num_attention_heads: 4, max_position_embeddings: 2048 }; // head_dim 8
-
-  it("default: θ^(−2k/dim) with rope_theta 10000 when absent, head_dim taking precedence", () => {
-    const { invFreq, attentionScaling } = ropeInvFreq({ ...base, head_dim: 4 });
-    expectClose(invFreq, [1, 0.01], 0, 1e-7);
-    expect(attentionScaling).toBe(1);
-    expectClose(
-      ropeInvFreq({ ...base, rope_theta: 1e6 }).invFreq,
-      [1, 1e-1 ** 1.5, 1e-3, 1e-1 ** 4.5],
-      0,
-      1e-7,
-    );
-  });
-
-  it("partial_rotary_factor shortens invFreq to int(head_dim · factor) / 2", () => {
-    expectClose(ropeInvFreq({ ...base, partial_rotary_factor: 0.5 }).invFreq, [1, 0.01], 0, 1e-7);
-  });
-
-  it("linear divides every frequency by the factor", () => {
-    const linear = ropeInvFreq({ ...base, head_dim: 4, rope_scaling: { type: "linear", factor: 2 } });
-    expectClose(linear.invFreq, [0.5, 0.005], 0, 1e-7);
-    expect(linear.attentionScaling).toBe(1);
-  });
-
-  it("dynamic NTK raises the base only beyond max_position_embeddings", () => {
-    const config = {
-      ...base,
-      head_dim: 4,
-      max_position_embeddings: 100,
-      rope_scaling: { rope_type: "dynamic", factor: 2 },
-    };
-    // θ' = 10000 · (2 · 200 / 100 − 1)^(4 / 2) = 90000 → [1, 1/300]
-    expectClose(ropeInvFreq(config, 200).invFreq, [1, 1 / 300], 0, 1e-7);
-    // seqLen ≤ max_position_embeddings: (2 · 100 / 100 − 1)² = 1, the default frequencies
-    expectClose(ropeInvFreq(config, 50).invFreq, [1, 0.01], 0, 1e-7);
-    expectClose(ropeInvFreq(config).invFreq, [1, 0.01], 0, 1e-7);
-  });
-
-  it("yarn ramps between interpolated and extrapolated frequencies and scales attention", () => {
-    // dim 8, θ 10000, original context 2048: correction dims 8·ln(2048 / (2π·β)) / (2 ln 10000)
-    // = 1.0080 (β_fast 32) and 2.5132 (β_slow 1) → low 1, high 3; ramp over k = 0..3 is
-    // [0, 0, 0.5, 1], so invFreq = [1, 0.1, 0.5·0.01/4 + 0.5·0.01, 0.001/4].
-    const yarn = ropeInvFreq({ ...base, rope_scaling: { rope_type: "yarn", factor: 4 } });
-    expectClose(yarn.invFreq, [1, 0.1, 0.00625, 0.00025], 0, 1e-7);
-    expect(yarn.attentionScaling).toBeCloseTo(0.1 * Math.log(4) + 1, 12); // 1.138629…
-    // truncate false keeps the fractional bounds: ramp(2) = (2 − 1.0080) / (2.5132 − 1.0080) = 0.65907
-    const smooth = ropeInvFreq({ ...base, rope_scaling: { rope_type: "yarn", factor: 4, truncate: false } });
-    expectClose(smooth.invFreq, [1, 0.1, 0.00505697, 0.00025], 0, 1e-6);
-    // mscale / mscale_all_dim (DeepSeek): (0.1·2·ln 4 + 1) / (0.1·1·ln 4 + 1) = 1.121751
-    const ratio = ropeInvFreq({
-      ...base,
-      rope_scaling: { rope_type: "yarn", factor: 4, mscale: 2, mscale_all_dim: 1 },
-    });
-    expect(ratio.attentionScaling).toBeCloseTo(1.121751, 6);
-    const explicit = ropeInvFreq({
-      ...base,
-      rope_scaling: { rope_type: "yarn", factor: 4, attention_factor: 0.7 },
-    });
-    expect(explicit.attentionScaling).toBe(0.7);
-    // No factor: max_position_embeddings / original_max_position_embeddings = 2048 / 512 = 4.
-    const derived = ropeInvFreq({
-      ...base,
-      rope_scaling: { rope_type: "yarn", original_max_position_embeddings: 512 },
-    });
-    expect(derived.attentionScaling).toBeCloseTo(0.1 * Math.log(4) + 1, 12);
-  });
-
-  it("llama3 keeps high frequencies, divides low ones by the factor and blends the middle", () => {
-    // dim 8: base frequencies [1, 0.1, 0.01, 0.001], wavelengths 2π/f = [6.3, 62.8, 628.3, 6283];
-    // old context 1000 → high band < 250, low band > 1000. Middle (628.3):
-    // s = (1000 / 628.3 − 1) / (4 − 1) = 0.197183, f = (1 − s)·0.01/8 + s·0.01 = 0.00297535.
-    const llama3 = ropeInvFreq({
-      ...base,
-      rope_scaling: {
-        rope_type: "llama3",
-        factor: 8,
-        low_freq_factor: 1,
-        high_freq_factor: 4,
-        original_max_position_embeddings: 1000,
-      },
-    });
-    expectClose(llama3.invFreq, [1, 0.1, 0.00297535, 0.000125], 0, 1e-6);
-    expect(llama3.attentionScaling).toBe(1);
-  });
-
-  it("refuses unsupported types and missing fields with a RangeError", () => {
-    expect(() => ropeInvFreq({ ...base, rope_scaling: { rope_type: "longrope" } })).toThrow(
-      /ropeInvFreq: rope_type "longrope" is not supported/,
-    );
-    expect(() => ropeInvFreq({ ...base, rope_scaling: { rope_type: "linear" } })).toThrow(
-      new RangeError("ropeInvFreq: rope_scaling.factor must be a finite number > 0, got undefined"),
-    );
-    expect(() => ropeInvFreq({ ...base, rope_scaling: { rope_type: "llama3", factor: 8 } })).toThrow(
-      /ropeInvFreq: rope_scaling.low_freq_factor/,
-    );
-    expect(() => ropeInvFreq({ ...base, rope_theta: Number.NaN })).toThrow(/ropeInvFreq: rope_theta/);
   });
 });
 

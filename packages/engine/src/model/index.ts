@@ -22,6 +22,7 @@ export { type BaseModelDescription, describeBaseModel } from "./describe.ts";
 export { type WrittenFile, writeFileAtomically, writeJsonFile } from "./files.ts";
 export { decodeFloats, encodeFloats, type FloatDtype, roundToDtype } from "./float-convert.ts";
 export { type HfModel, loadHfModel } from "./hf-model.ts";
+export { type RopeSettings, ropeFrequencies } from "./rope.ts";
 export {
   decodeSafetensors,
   encodeSafetensors,

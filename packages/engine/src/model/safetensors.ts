@@ -6,19 +6,12 @@
 // Reading validates the whole header before touching data (a corrupt or hostile
 // file fails with a message naming the file and tensor, never reads out of
 // range) and converts F32 / F16 / BF16 to Float32Array once. Tensors are read
-// one at a time, so a file larger than a single Buffer still loads.
+// one at a time, so a file larger than a single Buffer still loads. The header's
+// rules (what a valid one is, how one is encoded) are in safetensors-header.ts.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
-import { z } from "zod";
-import {
-  describeValue,
-  IO_CHUNK_BYTES,
-  isNotFound,
-  parseWithSchema,
-  type WrittenFile,
-  writeFileAtomically,
-} from "./files.ts";
+import { describeValue, IO_CHUNK_BYTES, isNotFound, type WrittenFile, writeFileAtomically } from "./files.ts";
 import {
   decodeFloats,
   encodeFloats,
@@ -27,47 +20,20 @@ import {
   type FloatDtype,
   isFloatDtype,
 } from "./float-convert.ts";
+import {
+  elementCount,
+  encodeHeader,
+  headerLengthOf,
+  METADATA_KEY,
+  type PlannedTensor,
+  parseHeader,
+  type SafetensorsHeader,
+  type TensorInfo,
+} from "./safetensors-header.ts";
 
 export type { WrittenFile } from "./files.ts";
 export type { FloatDtype } from "./float-convert.ts";
-
-/** Element size of every dtype the format defines, so a header validates even with tensors we never convert. */
-const DTYPE_BYTES: Readonly<Record<string, number>> = {
-  BOOL: 1,
-  U8: 1,
-  I8: 1,
-  F8_E5M2: 1,
-  F8_E4M3: 1,
-  F8_E8M0: 1,
-  I16: 2,
-  U16: 2,
-  F16: 2,
-  BF16: 2,
-  I32: 4,
-  U32: 4,
-  F32: 4,
-  I64: 8,
-  U64: 8,
-  F64: 8,
-};
-
-// The reference implementation refuses headers above 100 MB; so do we, before allocating.
-const MAX_HEADER_BYTES = 100_000_000;
-const METADATA_KEY = "__metadata__";
-
-export interface TensorInfo {
-  dtype: string;
-  shape: number[];
-  /** [begin, end) in bytes, relative to the start of the data section. */
-  dataOffsets: [number, number];
-}
-
-export interface SafetensorsHeader {
-  metadata: Record<string, string>;
-  tensors: Map<string, TensorInfo>;
-  /** Absolute file offset of the data section (8 + header length). */
-  dataStart: number;
-}
+export type { SafetensorsHeader, TensorInfo } from "./safetensors-header.ts";
 
 export interface LoadedTensor {
   /** The dtype stored in the file; `data` is float32 either way. */
@@ -94,17 +60,6 @@ export type TensorsToWrite =
   | Readonly<Record<string, TensorToWrite>>
   | readonly (TensorToWrite & { name: string })[];
 
-const TensorEntrySchema = z.object({
-  dtype: z.string(),
-  shape: z.array(z.number().int().nonnegative()),
-  data_offsets: z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
-});
-const MetadataSchema = z.record(z.string(), z.string());
-
-function elementCount(shape: readonly number[]): number {
-  return shape.reduce((product, dim) => product * dim, 1);
-}
-
 async function readExactly(file: FileHandle, target: Uint8Array, position: number): Promise<void> {
   for (let done = 0; done < target.byteLength; ) {
     const length = Math.min(IO_CHUNK_BYTES, target.byteLength - done);
@@ -112,86 +67,6 @@ async function readExactly(file: FileHandle, target: Uint8Array, position: numbe
     if (bytesRead === 0) throw new Error(`unexpected end of file at byte ${position + done}`);
     done += bytesRead;
   }
-}
-
-/** Validates the 8-byte prefix against the total size; returns the header length. */
-function headerLengthOf(prefix: Uint8Array, size: number, source: string): number {
-  if (size < 8) throw new Error(`${source}: ${size} bytes is too short for the 8-byte header length`);
-  const headerLength = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
-  if (headerLength > BigInt(size - 8)) {
-    throw new Error(`${source}: header length ${headerLength} runs past the end of the file (${size} bytes)`);
-  }
-  if (headerLength > BigInt(MAX_HEADER_BYTES)) {
-    throw new Error(`${source}: header length ${headerLength} exceeds the ${MAX_HEADER_BYTES}-byte limit`);
-  }
-  return Number(headerLength);
-}
-
-function parseHeaderJson(headerBytes: Uint8Array, source: string): unknown {
-  try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(headerBytes));
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`${source}: header is not valid UTF-8 JSON (${reason})`);
-  }
-}
-
-function parseEntry(path: string, key: string, value: unknown): TensorInfo {
-  const entry = parseWithSchema(TensorEntrySchema, value, `${path}: tensor "${key}"`);
-  const itemBytes = DTYPE_BYTES[entry.dtype];
-  if (itemBytes === undefined)
-    throw new Error(`${path}: tensor "${key}": unknown dtype ${describeValue(entry.dtype)}`);
-  const [begin, end] = entry.data_offsets;
-  if (begin > end) throw new Error(`${path}: tensor "${key}": data_offsets [${begin}, ${end}] are reversed`);
-  const expected = elementCount(entry.shape) * itemBytes;
-  if (expected !== end - begin) {
-    throw new Error(
-      `${path}: tensor "${key}": shape [${entry.shape.join(", ")}] of ${entry.dtype} needs ${expected} bytes ` +
-        `but data_offsets [${begin}, ${end}] span ${end - begin}`,
-    );
-  }
-  return { dtype: entry.dtype, shape: entry.shape, dataOffsets: [begin, end] };
-}
-
-/** Tensors must tile the data section exactly: in range, no overlap, no unowned bytes (as the spec requires). */
-function checkLayout(path: string, tensors: Map<string, TensorInfo>, dataLength: number): void {
-  const byOffset = [...tensors].sort(([, a], [, b]) => a.dataOffsets[0] - b.dataOffsets[0]);
-  let previousEnd = 0;
-  let previousKey = "";
-  for (const [key, { dataOffsets }] of byOffset) {
-    const [begin, end] = dataOffsets;
-    if (end > dataLength) {
-      throw new Error(
-        `${path}: tensor "${key}": data_offsets [${begin}, ${end}] run past the data section (${dataLength} bytes)`,
-      );
-    }
-    if (begin < previousEnd) throw new Error(`${path}: tensor "${key}" overlaps tensor "${previousKey}"`);
-    if (begin > previousEnd) {
-      throw new Error(`${path}: bytes ${previousEnd}..${begin} before tensor "${key}" belong to no tensor`);
-    }
-    previousEnd = end;
-    previousKey = key;
-  }
-  if (previousEnd !== dataLength) {
-    throw new Error(`${path}: ${dataLength - previousEnd} bytes after the last tensor belong to no tensor`);
-  }
-}
-
-/** Validates the header bytes completely, given the total size of the file. */
-function parseHeader(headerBytes: Uint8Array, size: number, source: string): SafetensorsHeader {
-  const json = parseHeaderJson(headerBytes, source);
-  if (json === null || typeof json !== "object" || Array.isArray(json)) {
-    throw new Error(`${source}: header must be a JSON object (got ${describeValue(json)})`);
-  }
-  let metadata: Record<string, string> = {};
-  const tensors = new Map<string, TensorInfo>();
-  for (const [key, value] of Object.entries(json)) {
-    if (key === METADATA_KEY) metadata = parseWithSchema(MetadataSchema, value, `${source}: ${METADATA_KEY}`);
-    else tensors.set(key, parseEntry(source, key, value));
-  }
-  const dataStart = 8 + headerBytes.byteLength;
-  checkLayout(source, tensors, size - dataStart);
-  return { metadata, tensors, dataStart };
 }
 
 async function readFileHeader(file: FileHandle, path: string): Promise<SafetensorsHeader> {
@@ -292,13 +167,6 @@ function checkTensorToWrite(path: string, name: string, tensor: TensorToWrite): 
   return dtype;
 }
 
-interface PlannedTensor {
-  name: string;
-  dtype: FloatDtype;
-  shape: readonly number[];
-  data: Float32Array;
-}
-
 /**
  * Lays tensors out like the reference writer: wider dtypes first, then by name, so
  * every tensor starts aligned to its element size and the bytes do not depend on
@@ -326,28 +194,6 @@ function planLayout(path: string, tensors: TensorsToWrite): PlannedTensor[] {
       FLOAT_DTYPE_BYTES[b.dtype] - FLOAT_DTYPE_BYTES[a.dtype] ||
       (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
   );
-}
-
-/** Header JSON padded with spaces so the data starts on an 8-byte boundary (as the spec recommends). */
-function encodeHeader(planned: PlannedTensor[], metadata: Readonly<Record<string, string>> | undefined) {
-  const header: Record<string, unknown> = {};
-  if (metadata && Object.keys(metadata).length > 0) header[METADATA_KEY] = { ...metadata };
-  let offset = 0;
-  for (const tensor of planned) {
-    const byteLength = tensor.data.length * FLOAT_DTYPE_BYTES[tensor.dtype];
-    header[tensor.name] = {
-      dtype: tensor.dtype,
-      shape: [...tensor.shape],
-      data_offsets: [offset, offset + byteLength],
-    };
-    offset += byteLength;
-  }
-  const json = new TextEncoder().encode(JSON.stringify(header));
-  const padded = new Uint8Array(Math.ceil(json.byteLength / 8) * 8).fill(0x20);
-  padded.set(json);
-  const prefix = new Uint8Array(8);
-  new DataView(prefix.buffer).setBigUint64(0, BigInt(padded.byteLength), true);
-  return { prefix, padded };
 }
 
 /**

@@ -2,6 +2,7 @@
 // policy's trainable tensors (full-parameter) or LoRA adapters. Grad buffers are
 // present exactly where something trains.
 import type { RopeFrequencies } from "@opentinker/kernels";
+import type { ModelConfig } from "../model/config.ts";
 import type { LinearParams, LoraBindingForLayer } from "./linear.ts";
 
 export interface NormParams {
@@ -21,16 +22,18 @@ export interface LayerParams {
   down: LinearParams;
 }
 
-export interface ModelShape {
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
-  vocabSize: number;
-  rmsNormEps: number;
-}
+/** What the layers read of a model's config: its sizes. */
+export type ModelShape = Pick<
+  ModelConfig,
+  | "hiddenSize"
+  | "intermediateSize"
+  | "numLayers"
+  | "numHeads"
+  | "numKvHeads"
+  | "headDim"
+  | "vocabSize"
+  | "rmsNormEps"
+>;
 
 /**
  * The vision part of a vision-language model: soft token i of an image is

@@ -14,7 +14,7 @@ import {
   swigluBackward,
 } from "@opentinker/kernels";
 import { linearBackward, linearForward } from "./linear.ts";
-import type { LayerParams, ModelParams } from "./params.ts";
+import type { LayerParams, ModelParams, NormParams } from "./params.ts";
 import { unembedBackward, unembedForward } from "./unembed.ts";
 import { type BatchImage, embedImages, embedImagesBackward } from "./vision.ts";
 
@@ -125,6 +125,25 @@ export function forward(m: ModelParams, batch: PackedBatch): ForwardResult {
   return { logprobs, tape: { batch, layers, final: h, hidden, invRmsFinal, lse } };
 }
 
+/**
+ * The backward of an RMSNorm of x [T, H] for the upstream gradient dXn: into dx,
+ * added when `accumulate` (onto the residual stream's gradient), else written;
+ * the norm's weight gradient accumulates when it trains.
+ */
+function normBackward(
+  norm: NormParams,
+  m: ModelParams,
+  dXn: Float32Array,
+  x: Float32Array,
+  invRms: Float32Array,
+  dx: Float32Array,
+  accumulate: boolean,
+): void {
+  const { hiddenSize: H, rmsNormEps } = m.shape;
+  const T = x.length / H;
+  rmsNormBackward(dXn, x, norm.weight, invRms, dx, norm.grad ?? null, T, H, rmsNormEps, accumulate);
+}
+
 /** dh is dL/d(layer output) on entry and dL/d(layer input) on return (in place). */
 function layerBackward(
   p: LayerParams,
@@ -133,7 +152,7 @@ function layerBackward(
   t: LayerTape,
   dh: Float32Array,
 ): void {
-  const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim, rmsNormEps } = m.shape;
+  const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim } = m.shape;
   const T = batch.tokens.length;
   // MLP: out = mid + down(swiglu(gate(xn2), up(xn2)))
   const dAct = new Float32Array(T * I);
@@ -144,18 +163,7 @@ function layerBackward(
   const dXn2 = new Float32Array(T * H);
   linearBackward(p.gate, t.xn2, dGate, T, dXn2, false);
   linearBackward(p.up, t.xn2, dUp, T, dXn2, true);
-  rmsNormBackward(
-    dXn2,
-    t.mid,
-    p.postAttentionNorm.weight,
-    t.invRms2,
-    dh,
-    p.postAttentionNorm.grad ?? null,
-    T,
-    H,
-    rmsNormEps,
-    true,
-  );
+  normBackward(p.postAttentionNorm, m, dXn2, t.mid, t.invRms2, dh, true);
   // Attention: mid = input + o(attn(rope(q(xn)), rope(k(xn)), v(xn)))
   const qDim = numHeads * headDim;
   const kvDim = numKvHeads * headDim;
@@ -172,38 +180,17 @@ function layerBackward(
   linearBackward(p.q, t.xn, dq, T, dXn, false);
   linearBackward(p.k, t.xn, dk, T, dXn, true);
   linearBackward(p.v, t.xn, dv, T, dXn, true);
-  rmsNormBackward(
-    dXn,
-    t.input,
-    p.inputNorm.weight,
-    t.invRms,
-    dh,
-    p.inputNorm.grad ?? null,
-    T,
-    H,
-    rmsNormEps,
-    true,
-  );
+  normBackward(p.inputNorm, m, dXn, t.input, t.invRms, dh, true);
 }
 
 /** Accumulates every trainable part's gradient of L = Σ dLogprobs ⊙ logprobs. */
 export function backward(m: ModelParams, tape: Tape, dLogprobs: Float32Array): void {
-  const { hiddenSize: H, vocabSize, rmsNormEps } = m.shape;
+  const { hiddenSize: H, vocabSize } = m.shape;
   const T = tape.batch.tokens.length;
   const dHidden = new Float32Array(T * H);
   unembedBackward(m, tape.hidden, tape.batch.targets, tape.lse, dLogprobs, dHidden);
   const dh = new Float32Array(T * H);
-  rmsNormBackward(
-    dHidden,
-    tape.final,
-    m.finalNorm.weight,
-    tape.invRmsFinal,
-    dh,
-    m.finalNorm.grad ?? null,
-    T,
-    H,
-    rmsNormEps,
-  );
+  normBackward(m.finalNorm, m, dHidden, tape.final, tape.invRmsFinal, dh, false);
   for (let l = m.layers.length - 1; l >= 0; l--) {
     layerBackward(m.layers[l] as LayerParams, m, tape.batch, tape.layers[l] as LayerTape, dh);
   }

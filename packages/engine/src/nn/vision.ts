@@ -14,9 +14,14 @@ export interface BatchImage {
   patches: Float32Array; // [≥ count, C·P·P]
 }
 
-function requireVision(vision: VisionParams | undefined): VisionParams {
+/** Runs `each` on every image of a batch with the model's vision part and the hidden size. */
+function eachImage(
+  vision: VisionParams | undefined,
+  images: readonly BatchImage[],
+  each: (vision: VisionParams, image: BatchImage, H: number) => void,
+): void {
   if (!vision) throw new Error("the batch has images, but the model has no vision part");
-  return vision;
+  for (const image of images) each(vision, image, vision.proj.dOut);
 }
 
 /** The first `count` soft tokens of an image [count, hidden]. */
@@ -35,9 +40,7 @@ export function embedImages(
   images: readonly BatchImage[],
   h: Float32Array,
 ): void {
-  const v = requireVision(vision);
-  const H = v.proj.dOut;
-  for (const image of images) h.set(softTokens(v, image.patches, image.count), image.row * H);
+  eachImage(vision, images, (v, image, H) => h.set(softTokens(v, image.patches, image.count), image.row * H));
 }
 
 /**
@@ -50,9 +53,7 @@ export function embedImagesBackward(
   images: readonly BatchImage[],
   dh: Float32Array,
 ): void {
-  const v = requireVision(vision);
-  const H = v.proj.dOut;
-  for (const image of images) {
+  eachImage(vision, images, (v, image, H) => {
     const rows = dh.subarray(image.row * H, (image.row + image.count) * H);
     if (v.proj.weightGrad || v.proj.biasGrad) {
       linearBackward(
@@ -68,5 +69,5 @@ export function embedImagesBackward(
     if (posGrad)
       for (let i = 0; i < rows.length; i++) posGrad[i] = (posGrad[i] as number) + (rows[i] as number);
     rows.fill(0);
-  }
+  });
 }

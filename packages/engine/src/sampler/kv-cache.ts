@@ -1,8 +1,9 @@
 // The paged KV-cache manager of the sampler, after vLLM's block manager with
 // automatic prefix caching: which physical blocks hold each sequence's K/V, which
 // full blocks a new prompt of the same policy version can reuse, and when a shared
-// block has to be copied before a write. It deals in block ids only; the K/V of a
-// layer live in a [numBlocks, blockSize, numKvHeads, headDim] buffer of the model step.
+// block has to be copied before a write (the block keys and prefix lookups are in
+// prefix-cache.ts). It deals in block ids only; the K/V of a layer live in a
+// [numBlocks, blockSize, numKvHeads, headDim] buffer of the model step.
 //
 // A sequence's life: `admit` a prompt (reusing cached prefix blocks), compute the
 // uncached prompt positions and `commit` them, `fork` the sampled completions, then
@@ -10,9 +11,10 @@
 // end or on cancellation. Running out of blocks is never an error: `admit`,
 // `appendSlots` and `fork` answer null/false and change nothing, so the scheduler
 // can queue or preempt.
-import { blockHash, type ImageSpan, imagesKey } from "./block-hash.ts";
+import type { ImageSpan } from "./block-hash.ts";
 import { BlockPool } from "./block-pool.ts";
 import { type PackedBlockTables, packBlockTables, slotOf } from "./block-table.ts";
+import { type AdmissionPlan, type KeyedSequence, planAdmission, registerFullBlocks } from "./prefix-cache.ts";
 
 export type { ImageSpan } from "./block-hash.ts";
 
@@ -61,25 +63,9 @@ export interface KvCacheStats {
   evictions: number;
 }
 
-interface Sequence {
-  readonly policyKey: string;
-  readonly blocks: number[]; // physical block ids, in order; always ceil(length / blockSize) of them
-  length: number; // positions with a slot
-  computed: number; // leading positions whose K/V are written
-  keyedBlocks: number; // leading full, computed blocks whose prefix-cache key is known
-  lastKey: string | null; // the key of block keyedBlocks − 1
-  pending: number[]; // token ids of positions [keyedBlocks · blockSize, length)
+interface Sequence extends KeyedSequence {
+  length: number; // positions with a slot; blocks are always ceil(length / blockSize)
   reserved: number; // blocks held back for this sequence's first append (0 or 1)
-  readonly images: readonly ImageSpan[]; // the prompt's image positions (part of the block keys)
-}
-
-interface AdmissionPlan {
-  tokens: number[];
-  hits: number[];
-  lastKey: string | null;
-  newBlocks: number;
-  /** Blocks the admission takes from `available`: new ones, and cached hits it revives. */
-  cost: number;
 }
 
 export class KvCacheManager {
@@ -212,7 +198,7 @@ export class KvCacheManager {
       );
     }
     seq.computed += count;
-    this.registerFullBlocks(seq);
+    registerFullBlocks(this.pool, this.blockSize, seq);
   }
 
   /** Drops a sequence (finished or cancelled). False when it is not known. */
@@ -301,26 +287,7 @@ export class KvCacheManager {
   ): AdmissionPlan {
     const tokens = checkedTokens(promptTokens, "KvCacheManager.admit");
     if (tokens.length === 0) throw new RangeError("KvCacheManager.admit: the prompt is empty");
-    const bs = this.blockSize;
-    // At least the last prompt token stays uncached, so the step still computes its logits.
-    const maxHits = Math.floor((tokens.length - 1) / bs);
-    const hits: number[] = [];
-    let lastKey: string | null = null;
-    for (let i = 0; i < maxHits; i++) {
-      const key = blockHash(
-        policyKey,
-        lastKey,
-        tokens.slice(i * bs, (i + 1) * bs),
-        imagesKey(images, i * bs, (i + 1) * bs),
-      );
-      const block = this.pool.lookup(key);
-      if (block === undefined) break;
-      hits.push(block);
-      lastKey = key;
-    }
-    const newBlocks = this.blocksFor(tokens.length) - hits.length;
-    const revived = hits.filter((block) => this.pool.refCount(block) === 0).length;
-    return { tokens, hits, lastKey, newBlocks, cost: newBlocks + revived };
+    return planAdmission(this.pool, this.blockSize, policyKey, tokens, images);
   }
 
   private appendCost(seq: Sequence, count: number): number {
@@ -341,25 +308,6 @@ export class KvCacheManager {
     this.pool.release(from);
     seq.blocks[index] = to;
     return { from, to, tokens: seq.length % this.blockSize };
-  }
-
-  private registerFullBlocks(seq: Sequence): void {
-    const bs = this.blockSize;
-    let consumed = 0;
-    while ((seq.keyedBlocks + 1) * bs <= seq.computed) {
-      const from = seq.keyedBlocks * bs;
-      const key = blockHash(
-        seq.policyKey,
-        seq.lastKey,
-        seq.pending.slice(consumed, consumed + bs),
-        imagesKey(seq.images, from, from + bs),
-      );
-      this.pool.register(seq.blocks[seq.keyedBlocks] as number, key);
-      seq.lastKey = key;
-      seq.keyedBlocks++;
-      consumed += bs;
-    }
-    if (consumed > 0) seq.pending.splice(0, consumed);
   }
 
   private blocksFor(tokens: number): number {

@@ -39,15 +39,7 @@ export interface AttentionBinding {
     q: Float32Array,
     k: Float32Array,
     v: Float32Array,
-    nTokens: number,
-    seqStarts: Int32Array,
-    numSeqs: number,
-    numHeads: number,
-    numKvHeads: number,
-    headDim: number,
-    scale: number,
-    out: Float32Array,
-    lse: Float32Array,
+    ...rest: [...PackedLayout, out: Float32Array, lse: Float32Array]
   ): void;
   attentionBackward(
     q: Float32Array,
@@ -56,18 +48,20 @@ export interface AttentionBinding {
     out: Float32Array,
     lse: Float32Array,
     dOut: Float32Array,
-    nTokens: number,
-    seqStarts: Int32Array,
-    numSeqs: number,
-    numHeads: number,
-    numKvHeads: number,
-    headDim: number,
-    scale: number,
-    dq: Float32Array,
-    dk: Float32Array,
-    dv: Float32Array,
+    ...rest: [...PackedLayout, dq: Float32Array, dk: Float32Array, dv: Float32Array]
   ): void;
 }
+
+/** How the training ops take a packed batch and its heads, in the binding's order. */
+type PackedLayout = [
+  nTokens: number,
+  seqStarts: Int32Array,
+  numSeqs: number,
+  numHeads: number,
+  numKvHeads: number,
+  headDim: number,
+  scale: number,
+];
 
 /** A paged KV cache: token slot block·blockSize + offset holds one [numKvHeads, headDim] row. */
 export interface PagedKvCache {
@@ -208,6 +202,10 @@ export interface AttentionHeads {
   scale: number; // multiplies q·k before the softmax, typically 1 / sqrt(headDim)
 }
 
+function packedLayout(nTokens: number, seqStarts: Int32Array, h: AttentionHeads): PackedLayout {
+  return [nTokens, seqStarts, seqStarts.length - 1, h.numHeads, h.numKvHeads, h.headDim, h.scale];
+}
+
 /**
  * Training forward over packed sequences: seqStarts [numSeqs + 1] (0 first, nTokens
  * last, non-decreasing) delimits them; token i attends to tokens start..i of its
@@ -224,21 +222,7 @@ export function attentionForward(
   out: Float32Array, // [nTokens, numHeads, headDim]
   lse: Float32Array, // [nTokens, numHeads]
 ): void {
-  const h = heads;
-  loadNative().attentionForward(
-    q,
-    k,
-    v,
-    nTokens,
-    seqStarts,
-    seqStarts.length - 1,
-    h.numHeads,
-    h.numKvHeads,
-    h.headDim,
-    h.scale,
-    out,
-    lse,
-  );
+  loadNative().attentionForward(q, k, v, ...packedLayout(nTokens, seqStarts, heads), out, lse);
 }
 
 /**
@@ -260,7 +244,6 @@ export function attentionBackward(
   dk: Float32Array, // [nTokens, numKvHeads, headDim]
   dv: Float32Array, // [nTokens, numKvHeads, headDim]
 ): void {
-  const h = heads;
   loadNative().attentionBackward(
     q,
     k,
@@ -268,13 +251,7 @@ export function attentionBackward(
     out,
     lse,
     dOut,
-    nTokens,
-    seqStarts,
-    seqStarts.length - 1,
-    h.numHeads,
-    h.numKvHeads,
-    h.headDim,
-    h.scale,
+    ...packedLayout(nTokens, seqStarts, heads),
     dq,
     dk,
     dv,

@@ -8,20 +8,25 @@ import { loadNative } from "../loader.ts";
  */
 export type GemmBackend = "auto" | "own" | "blas" | "rows";
 
+/**
+ * The native gemm's arguments (c[m, n] = alpha · op(a) · op(b) + beta · c), in its
+ * order; the reference (reference/gemm.ts) takes the same over any numbers.
+ */
+export type GemmArgs<V = Float32Array> = [
+  transA: boolean,
+  transB: boolean,
+  m: number,
+  n: number,
+  k: number,
+  alpha: number,
+  a: V,
+  b: V,
+  beta: number,
+  c: V,
+];
+
 export interface GemmBinding {
-  gemm(
-    transA: boolean,
-    transB: boolean,
-    m: number,
-    n: number,
-    k: number,
-    alpha: number,
-    a: Float32Array,
-    b: Float32Array,
-    beta: number,
-    c: Float32Array,
-    backend: GemmBackend,
-  ): void;
+  gemm(...args: [...GemmArgs, backend: GemmBackend]): void;
 }
 
 export interface GemmOptions {

@@ -16,23 +16,9 @@ export interface LoraBinding {
     bs: Float32Array[],
     scales: number[],
   ) => LoraTable;
-  loraForward(
-    x: Float32Array,
-    n: number,
-    slots: Int32Array,
-    table: LoraTable,
-    y: Float32Array,
-    rowInvariant: boolean,
-  ): void;
-  loraBackward(
-    x: Float32Array,
-    dy: Float32Array,
-    n: number,
-    slots: Int32Array,
-    table: LoraTable,
-    dx: Float32Array | null,
-    grads: LoraTable,
-  ): void;
+  // The wrappers' arguments, every one given.
+  loraForward(...args: Required<Parameters<typeof loraForward>>): void;
+  loraBackward: typeof loraBackward;
 }
 
 export interface LoraAdapterWeights {

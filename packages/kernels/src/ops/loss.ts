@@ -25,11 +25,7 @@ export interface LossBinding {
     targets: Int32Array,
     logprobs: Float32Array,
     lse: Float32Array,
-    n: number,
-    d: number,
-    vocab: number,
-    rowBlock: number,
-    vocabBlock: number,
+    ...tiling: Tiling
   ): void;
   unembedLogprobsBackward(
     hidden: Float32Array,
@@ -39,13 +35,12 @@ export interface LossBinding {
     dLogprobs: Float32Array,
     dHidden: Float32Array,
     dW: Float32Array | null,
-    n: number,
-    d: number,
-    vocab: number,
-    rowBlock: number,
-    vocabBlock: number,
+    ...tiling: Tiling
   ): void;
 }
+
+/** How the fused unembedding ops take their sizes and tiles, in the binding's order. */
+type Tiling = [n: number, d: number, vocab: number, rowBlock: number, vocabBlock: number];
 
 /**
  * Per-token results: logprobs[i] = log softmax(logits_i)[targets[i]] and
@@ -70,11 +65,10 @@ export interface UnembedTiles {
 
 export const DEFAULT_UNEMBED_TILES = { rowBlock: 1024, vocabBlock: 4096 } as const;
 
-function resolveTiles(tiles: UnembedTiles): Required<UnembedTiles> {
-  return {
-    rowBlock: tiles.rowBlock ?? DEFAULT_UNEMBED_TILES.rowBlock,
-    vocabBlock: tiles.vocabBlock ?? DEFAULT_UNEMBED_TILES.vocabBlock,
-  };
+/** The sizes and tiles of a fused unembedding call, defaults filled in. */
+function tiling(n: number, d: number, vocab: number, tiles: UnembedTiles): Tiling {
+  const { rowBlock, vocabBlock } = DEFAULT_UNEMBED_TILES;
+  return [n, d, vocab, tiles.rowBlock ?? rowBlock, tiles.vocabBlock ?? vocabBlock];
 }
 
 /**
@@ -122,8 +116,7 @@ export function unembedLogprobs(
 ): TokenLogprobs {
   const n = targets.length;
   const out = { logprobs: new Float32Array(n), lse: new Float32Array(n) };
-  const { rowBlock, vocabBlock } = resolveTiles(tiles);
-  loadNative().unembedLogprobs(hidden, w, targets, out.logprobs, out.lse, n, d, vocab, rowBlock, vocabBlock);
+  loadNative().unembedLogprobs(hidden, w, targets, out.logprobs, out.lse, ...tiling(n, d, vocab, tiles));
   return out;
 }
 
@@ -145,7 +138,6 @@ export function unembedLogprobsBackward(
   vocab: number,
   tiles: UnembedTiles = {},
 ): void {
-  const { rowBlock, vocabBlock } = resolveTiles(tiles);
   const n = targets.length;
   loadNative().unembedLogprobsBackward(
     hidden,
@@ -155,10 +147,6 @@ export function unembedLogprobsBackward(
     dLogprobs,
     dHidden,
     dW,
-    n,
-    d,
-    vocab,
-    rowBlock,
-    vocabBlock,
+    ...tiling(n, d, vocab, tiles),
   );
 }

@@ -1,21 +1,9 @@
 import { loadNative } from "../loader.ts";
 
-/** The native functions of src/cpu/optim_binding.cc. */
+/** The native functions of src/cpu/optim_binding.cc: their wrappers' arguments, every one given. */
 export interface OptimBinding {
-  adamwStep(
-    param: Float32Array,
-    grad: Float32Array,
-    m: Float32Array,
-    v: Float32Array,
-    lr: number,
-    beta1: number,
-    beta2: number,
-    eps: number,
-    weightDecay: number,
-    step: number,
-    gradScale: number,
-  ): void;
-  sumOfSquares(buffers: Float32Array[]): number;
+  adamwStep(...args: Required<Parameters<typeof adamwStep>>): void;
+  sumOfSquares: typeof sumOfSquares;
 }
 
 /**

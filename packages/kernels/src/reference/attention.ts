@@ -1,8 +1,6 @@
 // Slow, obvious float64 attention: every score, softmax and gradient is written
 // out term by term. GQA: query head h reads kv head floor(h / (numHeads / numKvHeads)).
-type Vec = ArrayLike<number>;
-
-const at = (a: Vec, i: number) => a[i] as number;
+import { at, type Vec } from "./vec.ts";
 
 export interface RefPagedCache {
   keyCache: Float64Array; // [numBlocks, blockSize, numKvHeads, headDim]
@@ -111,6 +109,32 @@ export interface RefAttentionShape {
   scale: number;
 }
 
+/** One query head of one token in a packed batch, with the softmax of its causal scores. */
+interface QueryHead {
+  row: number; // i · numHeads + h: its index in lse
+  qAt: number; // offset of q[i, h, :]
+  keys: number[]; // offsets of k[j, kv, :] (and v[j, kv, :]) for j = start..i
+  p: number[]; // softmax of scale · q·k over those keys
+  lse: number; // their log-sum-exp
+}
+
+/** Calls `each` for every token and query head, attending causally within its own sequence. */
+function eachQueryHead(q: Vec, k: Vec, shape: RefAttentionShape, each: (head: QueryHead) => void): void {
+  const { nTokens, numHeads, numKvHeads, headDim, scale } = shape;
+  const group = numHeads / numKvHeads;
+  const starts = startsOf(shape.seqStarts, nTokens);
+  for (let i = 0; i < nTokens; i++) {
+    for (let h = 0; h < numHeads; h++) {
+      const kv = Math.floor(h / group);
+      const qAt = (i * numHeads + h) * headDim;
+      const keys: number[] = [];
+      for (let j = at(starts, i); j <= i; j++) keys.push((j * numKvHeads + kv) * headDim);
+      const { p, lse } = softmax(keys.map((kAt) => scale * dotAt(q, qAt, k, kAt, headDim)));
+      each({ row: i * numHeads + h, qAt, keys, p, lse });
+    }
+  }
+}
+
 /**
  * Causal attention over packed sequences: token i attends to tokens start..i of
  * its own sequence. Returns out [nTokens, numHeads, headDim] and the log-sum-exp of
@@ -122,25 +146,15 @@ export function refAttentionForward(
   v: Vec, // [nTokens, numKvHeads, headDim]
   shape: RefAttentionShape,
 ): { out: Float64Array; lse: Float64Array } {
-  const { nTokens, numHeads, numKvHeads, headDim, scale } = shape;
-  const group = numHeads / numKvHeads;
-  const starts = startsOf(shape.seqStarts, nTokens);
+  const { nTokens, numHeads, headDim } = shape;
   const out = new Float64Array(nTokens * numHeads * headDim);
   const lse = new Float64Array(nTokens * numHeads);
-  for (let i = 0; i < nTokens; i++) {
-    for (let h = 0; h < numHeads; h++) {
-      const kv = Math.floor(h / group);
-      const qAt = (i * numHeads + h) * headDim;
-      const keys: number[] = [];
-      for (let j = at(starts, i); j <= i; j++) keys.push((j * numKvHeads + kv) * headDim);
-      const soft = softmax(keys.map((kAt) => scale * dotAt(q, qAt, k, kAt, headDim)));
-      lse[i * numHeads + h] = soft.lse;
-      for (let t = 0; t < keys.length; t++) {
-        for (let e = 0; e < headDim; e++)
-          out[qAt + e] = at(out, qAt + e) + at(soft.p, t) * at(v, at(keys, t) + e);
-      }
+  eachQueryHead(q, k, shape, ({ row, qAt, keys, p, lse: rowLse }) => {
+    lse[row] = rowLse;
+    for (let t = 0; t < keys.length; t++) {
+      for (let e = 0; e < headDim; e++) out[qAt + e] = at(out, qAt + e) + at(p, t) * at(v, at(keys, t) + e);
     }
-  }
+  });
   return { out, lse };
 }
 
@@ -157,30 +171,21 @@ export function refAttentionBackward(
   shape: RefAttentionShape,
 ): { dq: Float64Array; dk: Float64Array; dv: Float64Array } {
   const { nTokens, numHeads, numKvHeads, headDim, scale } = shape;
-  const group = numHeads / numKvHeads;
-  const starts = startsOf(shape.seqStarts, nTokens);
   const dq = new Float64Array(nTokens * numHeads * headDim);
   const dk = new Float64Array(nTokens * numKvHeads * headDim);
   const dv = new Float64Array(nTokens * numKvHeads * headDim);
-  for (let i = 0; i < nTokens; i++) {
-    for (let h = 0; h < numHeads; h++) {
-      const kv = Math.floor(h / group);
-      const qAt = (i * numHeads + h) * headDim;
-      const keys: number[] = [];
-      for (let j = at(starts, i); j <= i; j++) keys.push((j * numKvHeads + kv) * headDim);
-      const { p } = softmax(keys.map((kAt) => scale * dotAt(q, qAt, k, kAt, headDim)));
-      const dp = keys.map((kAt) => dotAt(dOut, qAt, v, kAt, headDim));
-      const pDotDp = p.reduce((sum, pt, t) => sum + pt * at(dp, t), 0);
-      for (let t = 0; t < keys.length; t++) {
-        const kAt = at(keys, t);
-        const ds = at(p, t) * (at(dp, t) - pDotDp);
-        for (let e = 0; e < headDim; e++) {
-          dq[qAt + e] = at(dq, qAt + e) + scale * ds * at(k, kAt + e);
-          dk[kAt + e] = at(dk, kAt + e) + scale * ds * at(q, qAt + e);
-          dv[kAt + e] = at(dv, kAt + e) + at(p, t) * at(dOut, qAt + e);
-        }
+  eachQueryHead(q, k, shape, ({ qAt, keys, p }) => {
+    const dp = keys.map((kAt) => dotAt(dOut, qAt, v, kAt, headDim));
+    const pDotDp = p.reduce((sum, pt, t) => sum + pt * at(dp, t), 0);
+    for (let t = 0; t < keys.length; t++) {
+      const kAt = at(keys, t);
+      const ds = at(p, t) * (at(dp, t) - pDotDp);
+      for (let e = 0; e < headDim; e++) {
+        dq[qAt + e] = at(dq, qAt + e) + scale * ds * at(k, kAt + e);
+        dk[kAt + e] = at(dk, kAt + e) + scale * ds * at(q, qAt + e);
+        dv[kAt + e] = at(dv, kAt + e) + at(p, t) * at(dOut, qAt + e);
       }
     }
-  }
+  });
   return { dq, dk, dv };
 }

@@ -1,7 +1,12 @@
 // Slow, obvious float64 versions of the elementwise ops, for tests.
-type Vec = ArrayLike<number>;
+import { at, type Vec } from "./vec.ts";
 
-const at = (v: Vec, i: number) => v[i] as number;
+/** rsqrt(mean(x[i, :]²) + eps) of row i of x [n, d]. */
+function rowInvRms(x: Vec, i: number, d: number, eps: number): number {
+  let sumSquares = 0;
+  for (let k = 0; k < d; k++) sumSquares += at(x, i * d + k) ** 2;
+  return 1 / Math.sqrt(sumSquares / d + eps);
+}
 
 /** out = x · rsqrt(mean(x²) + eps) · w per row, and the per-row rsqrt. */
 export function refRmsNorm(
@@ -14,9 +19,7 @@ export function refRmsNorm(
   const out = new Float64Array(n * d);
   const invRms = new Float64Array(n);
   for (let i = 0; i < n; i++) {
-    let sumSquares = 0;
-    for (let k = 0; k < d; k++) sumSquares += at(x, i * d + k) ** 2;
-    const r = 1 / Math.sqrt(sumSquares / d + eps);
+    const r = rowInvRms(x, i, d, eps);
     invRms[i] = r;
     for (let k = 0; k < d; k++) out[i * d + k] = at(x, i * d + k) * r * at(weight, k);
   }
@@ -35,9 +38,7 @@ export function refRmsNormBackward(
   const dx = new Float64Array(n * d);
   const dWeight = new Float64Array(d);
   for (let i = 0; i < n; i++) {
-    let sumSquares = 0;
-    for (let k = 0; k < d; k++) sumSquares += at(x, i * d + k) ** 2;
-    const r = 1 / Math.sqrt(sumSquares / d + eps);
+    const r = rowInvRms(x, i, d, eps);
     // y_k = x_k · r · w_k;  ∂r/∂x_j = −r³ · x_j / d
     let gwx = 0;
     for (let k = 0; k < d; k++) gwx += at(dOut, i * d + k) * at(weight, k) * at(x, i * d + k);

@@ -1,20 +1,9 @@
 // Slow, obvious references: the definitions the native kernels are tested against.
-
-type Vec = ArrayLike<number>;
+import type { GemmArgs } from "../ops/gemm.ts";
+import type { Vec } from "./vec.ts";
 
 /** c[m, n] = alpha · op(a) · op(b) + beta · c, row-major, accumulated in float64. */
-export function refGemm(
-  transA: boolean,
-  transB: boolean,
-  m: number,
-  n: number,
-  k: number,
-  alpha: number,
-  a: Vec,
-  b: Vec,
-  beta: number,
-  c: Vec,
-): Float64Array {
+export function refGemm(...[transA, transB, m, n, k, alpha, a, b, beta, c]: GemmArgs<Vec>): Float64Array {
   const out = new Float64Array(m * n);
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < n; j++) {

@@ -1,4 +1,4 @@
-type Vec = ArrayLike<number>;
+import type { Vec } from "./vec.ts";
 
 export interface RefLoraAdapter {
   a: Vec; // [rank, dIn]

@@ -1,7 +1,5 @@
 // Slow, obvious float64 versions of the token log-probability ops, for tests.
-type Vec = ArrayLike<number>;
-
-const at = (v: Vec, i: number) => v[i] as number;
+import { at, type Vec } from "./vec.ts";
 
 /** logprobs[i] = logits[i, t_i] − lse_i with lse_i = log Σ_j exp(logits[i, j]). */
 export function refLogSoftmaxGather(

@@ -1,7 +1,5 @@
 // Slow, obvious float64 versions of the optimizer ops, for tests.
-type Vec = ArrayLike<number>;
-
-const at = (v: Vec, i: number) => v[i] as number;
+import { at, type Vec } from "./vec.ts";
 
 export interface RefAdamWParams {
   lr: number;
