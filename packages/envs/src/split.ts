@@ -2,17 +2,8 @@
 // stable key; one key in ten belongs to validation and never appears in
 // training (an environment may split its own way instead).
 
-/** mulberry32: a small seeded PRNG, so a seed always gives the same tasks. */
-export function seededRandom(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG, so a seed always gives the same tasks (one home: protocol's random.ts). */
+export { seededRandom } from "@opentinker/protocol";
 
 export type Split = "train" | "validation";
 

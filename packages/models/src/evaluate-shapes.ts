@@ -2,13 +2,16 @@
 // the same environment, dataset and rollout as RL validation (SDK `evaluate`,
 // temperature 1), with more episodes than an experiment's validation so the
 // figure is steadier; also split by question (name the shape / count them).
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { type BaseModel, InProcessServiceClient, type VisionConfig } from "@opentinker/engine";
+import type { BaseModel, VisionConfig } from "@opentinker/engine";
 import { ShapesEnv, shapesDataset } from "@opentinker/envs";
 import { type EnvGroupBuilder, evaluate, type RendererTokenizer, type Trajectory } from "@opentinker/sdk";
-import type { EvaluateOptions, TaskScore } from "./evaluate.ts";
+import {
+  type EvaluateOptions,
+  type Sampler,
+  scoreEpisodes,
+  type TaskScore,
+  withBaseSampler,
+} from "./evaluate.ts";
 
 export type ShapesQuestion = "name" | "count";
 
@@ -18,25 +21,9 @@ export interface ShapesScore extends TaskScore {
 
 const GROUP_SIZE = 8;
 
-function score(trajectories: readonly Trajectory[]): TaskScore {
-  let success = 0;
-  let reward = 0;
-  let malformed = 0;
-  for (const t of trajectories) {
-    const last = t.transitions[t.transitions.length - 1];
-    if (t.failure || !last) continue;
-    reward += last.reward;
-    success += last.metrics.correct ?? 0;
-    malformed += last.metrics["format/malformed"] ?? 0;
-  }
-  const n = Math.max(1, trajectories.length);
-  return {
-    success: success / n,
-    reward: reward / n,
-    malformed: malformed / n,
-    episodes: trajectories.length,
-  };
-}
+/** Single turn: the answer correct. */
+const score = (trajectories: readonly Trajectory[]) =>
+  scoreEpisodes(trajectories, (last) => last.metrics.correct ?? 0);
 
 /** The question each group asks, read from the environments it builds. */
 async function questionsOf(builders: EnvGroupBuilder[]): Promise<ShapesQuestion[]> {
@@ -54,8 +41,6 @@ export interface ShapesEvaluateOptions extends EvaluateOptions {
   /** Sampling temperature (default 1, as RL validation samples); 0 shows the model's first choice. */
   temperature?: number;
 }
-
-type Sampler = Parameters<typeof evaluate>[0];
 
 /** Scores any sampler (a base model's, or a trained adapter's snapshot) on the validation split. */
 export async function evaluateShapesWith(
@@ -92,12 +77,7 @@ export async function evaluateShapes(base: BaseModel, o: ShapesEvaluateOptions):
   if (!base.tokenizer) throw new Error(`${base.name} has no tokenizer`);
   const vision = base.config.vision;
   if (!vision) throw new Error(`${base.name} has no vision input: shapes prompts hold an image`);
-  const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-models-eval-"));
-  try {
-    const service = InProcessServiceClient.local([base], scratch, "models");
-    const sampler = { client: await service.createSamplingClient({ baseModel: base.name }), version: 0 };
-    return await evaluateShapesWith(sampler, base.tokenizer as RendererTokenizer, vision, o);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+  return withBaseSampler(base, (sampler) =>
+    evaluateShapesWith(sampler, base.tokenizer as RendererTokenizer, vision, o),
+  );
 }

@@ -6,7 +6,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { type BaseModel, InProcessServiceClient } from "@opentinker/engine";
 import { arithmeticDataset, guessNumberDataset, nimEvaluationDataset } from "@opentinker/envs";
-import { evaluate, type RendererTokenizer, type RlDataset, type TrajectoryGroup } from "@opentinker/sdk";
+import {
+  evaluate,
+  type RendererTokenizer,
+  type RlDataset,
+  type Trajectory,
+  type Transition,
+} from "@opentinker/sdk";
 
 export type TextTask = "arithmetic" | "guess-number" | "nim-vs-random";
 export const TEXT_TASKS: readonly TextTask[] = ["arithmetic", "guess-number", "nim-vs-random"];
@@ -41,24 +47,48 @@ function validationDataset(task: TextTask, tokenizer: RendererTokenizer, o: Eval
   });
 }
 
-/** The last turn's metrics decide success; a failed episode counts as unsolved. */
-function score(task: TextTask, groups: TrajectoryGroup[]): TaskScore {
-  const all = groups.flatMap((g) => g.trajectories);
-  let success = 0;
+/** Whether a finished episode succeeded (0 or 1), from its last turn and its total reward. */
+export type EpisodeSuccess = (last: Transition, total: number) => number;
+
+/**
+ * Means over episodes: success as `success` says, reward, and malformed or
+ * illegal last actions. A failed episode counts as unsolved.
+ */
+export function scoreEpisodes(trajectories: readonly Trajectory[], success: EpisodeSuccess): TaskScore {
+  let solved = 0;
   let reward = 0;
   let malformed = 0;
-  for (const t of all) {
+  for (const t of trajectories) {
     const last = t.transitions[t.transitions.length - 1];
     if (t.failure || !last) continue;
     const total = t.transitions.reduce((sum, tr) => sum + tr.reward, 0);
     reward += total;
-    if (task === "arithmetic") success += last.metrics.correct ?? 0;
-    else if (task === "guess-number") success += last.metrics.found ?? 0;
-    else success += total > 0 ? 1 : 0;
+    solved += success(last, total);
     malformed += (last.metrics["format/malformed"] ?? 0) + (last.metrics["game/illegal_move"] ?? 0);
   }
-  const n = Math.max(1, all.length);
-  return { success: success / n, reward: reward / n, malformed: malformed / n, episodes: all.length };
+  const n = Math.max(1, trajectories.length);
+  return { success: solved / n, reward: reward / n, malformed: malformed / n, episodes: trajectories.length };
+}
+
+/** Success per task: the answer correct, the secret found, the game won. */
+const SUCCESS: Readonly<Record<TextTask, EpisodeSuccess>> = {
+  arithmetic: (last) => last.metrics.correct ?? 0,
+  "guess-number": (last) => last.metrics.found ?? 0,
+  "nim-vs-random": (_, total) => (total > 0 ? 1 : 0),
+};
+
+/** What SDK `evaluate` samples with: a base model's sampler, or a trained adapter's snapshot. */
+export type Sampler = Parameters<typeof evaluate>[0];
+
+/** Runs `use` with a sampler of the base model (in process, over a scratch store removed after). */
+export async function withBaseSampler<T>(base: BaseModel, use: (sampler: Sampler) => Promise<T>): Promise<T> {
+  const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-models-eval-"));
+  try {
+    const service = InProcessServiceClient.local([base], scratch, "models");
+    return await use({ client: await service.createSamplingClient({ baseModel: base.name }), version: 0 });
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
 }
 
 export async function evaluateTextTasks(
@@ -68,17 +98,15 @@ export async function evaluateTextTasks(
 ): Promise<Record<TextTask, TaskScore>> {
   if (!base.tokenizer) throw new Error(`${base.name} has no tokenizer`);
   const tokenizer = base.tokenizer as RendererTokenizer;
-  const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-models-eval-"));
-  try {
-    const service = InProcessServiceClient.local([base], scratch, "models");
-    const sampler = { client: await service.createSamplingClient({ baseModel: base.name }), version: 0 };
+  return withBaseSampler(base, async (sampler) => {
     const out: Partial<Record<TextTask, TaskScore>> = {};
     for (const task of tasks) {
       const { groups } = await evaluate(sampler, validationDataset(task, tokenizer, o), { seed: o.seed });
-      out[task] = score(task, groups);
+      out[task] = scoreEpisodes(
+        groups.flatMap((g) => g.trajectories),
+        SUCCESS[task],
+      );
     }
     return out as Record<TextTask, TaskScore>;
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+  });
 }

@@ -4,6 +4,15 @@ import { ARITHMETIC_MAX_OPERAND } from "@opentinker/envs";
 import type { TextModelRecipe } from "./build/build-text-model.ts";
 import type { TextCorpusSpec } from "./corpus/index.ts";
 
+/**
+ * What every built-in model's pretraining shares after its own schedule (steps,
+ * batch, peak rate, warmup): the decay, regularisation and data order.
+ */
+export const BUILT_IN_PRETRAIN = { finalLrRatio: 0.1, weightDecay: 0, gradClipNorm: 1, seed: 11 } as const;
+
+/** How every built-in model is built: two kernel threads (float sums depend on the split), stored as F32. */
+export const BUILT_IN_BUILD = { kernelThreads: 2, dtype: "F32" } as const;
+
 const CORPUS: TextCorpusSpec = {
   seed: 1,
   arithmetic: { episodes: 45_000, pCorrect: 0.5, mistake: "near-miss", maxOperand: ARITHMETIC_MAX_OPERAND },
@@ -40,13 +49,9 @@ export const TEXT_TINY: TextModelRecipe = {
     batchSize: 32,
     learningRate: 1.5e-3,
     warmupSteps: 100,
-    finalLrRatio: 0.1,
-    weightDecay: 0,
-    gradClipNorm: 1,
-    seed: 11,
+    ...BUILT_IN_PRETRAIN,
   },
-  kernelThreads: 2,
-  dtype: "F32",
+  ...BUILT_IN_BUILD,
 };
 
 export const TEXT_RECIPES: Readonly<Record<string, TextModelRecipe>> = { text: TEXT_TINY };

@@ -2,6 +2,7 @@
 // tokenizer and pretraining settings. Changing any value changes its checksums.
 import type { VlModelRecipe } from "./build/build-vl-model.ts";
 import type { ShapesCorpusOptions } from "./corpus/shapes.ts";
+import { BUILT_IN_BUILD, BUILT_IN_PRETRAIN } from "./recipes.ts";
 import { DEFAULT_VL_MODEL } from "./registry.ts";
 
 // The shapes environment's defaults: 32×32 pictures, 16 image tokens (8×8 patches).
@@ -34,13 +35,9 @@ export const SHAPES_VL_TINY: VlModelRecipe = {
     batchSize: 32,
     learningRate: 3e-3,
     warmupSteps: 50,
-    finalLrRatio: 0.1,
-    weightDecay: 0,
-    gradClipNorm: 1,
-    seed: 11,
+    ...BUILT_IN_PRETRAIN,
   },
-  kernelThreads: 2,
-  dtype: "F32",
+  ...BUILT_IN_BUILD,
 };
 
 export const VL_RECIPES: Readonly<Record<string, VlModelRecipe>> = { shapes: SHAPES_VL_TINY };

@@ -3,6 +3,7 @@
 // given seed: the same options give byte-identical files.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { seededRandom } from "@opentinker/protocol";
 import type { Architecture, ModelConfig } from "../model/config.ts";
 import { type WrittenFile, writeJsonFile } from "../model/files.ts";
 import { type FloatDtype, roundToDtype } from "../model/float-convert.ts";
@@ -61,18 +62,6 @@ const TORCH_DTYPE: Readonly<Record<FloatDtype, string>> = {
   F16: "float16",
   BF16: "bfloat16",
 };
-
-/** mulberry32: a tiny seeded PRNG, good enough for test weights and stable across platforms. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Standard normal samples by Box–Muller. */
 function seededNormal(seed: number): () => number {

@@ -1,22 +1,12 @@
-import {
-  baseModelFrom,
-  type FloatDtype,
-  type ModelConfig,
-  type ModelWeights,
-  type Policy,
-  Rng,
-  setKernelThreads,
-  type VisionConfig,
-  visionDims,
-} from "@opentinker/engine";
-import type { RendererTokenizer } from "@opentinker/sdk";
+import { type ModelConfig, type ModelWeights, Rng, type VisionConfig, visionDims } from "@opentinker/engine";
+import type { TinyTokenizerFiles } from "@opentinker/engine/testing";
 import { type ShapesCorpusOptions, shapesCorpus } from "../corpus/shapes.ts";
 import { buildVlTokenizer, type VlTokenizerRecipe } from "../tokenizer/build-vl.ts";
-import type { BuildResult } from "./build-text-model.ts";
-import { writeChecksums } from "./checksums.ts";
+import { type ModelParts, type ModelRecipe, modelBuilder } from "./build-model.ts";
 import { initialWeights, type ModelShape, textModelConfig } from "./init.ts";
-import { type PretrainOptions, type PretrainStep, pretrain } from "./pretrain.ts";
-import { writeModelDir } from "./write.ts";
+
+/** The VL tokenizer's files: the text ones plus the image placeholder's id. */
+type VlTokenizerFiles = TinyTokenizerFiles & { ids: { image: number } };
 
 export interface VisionShape {
   /** S: images are S×S pixels (the environment's picture size). */
@@ -33,17 +23,12 @@ export interface VisionShape {
   projInitStd: number;
 }
 
-export interface VlModelRecipe {
-  name: string;
+export interface VlModelRecipe extends ModelRecipe {
   shape: ModelShape;
   vision: VisionShape;
   initSeed: number;
   tokenizer: VlTokenizerRecipe;
   corpus: ShapesCorpusOptions;
-  pretrain: PretrainOptions;
-  /** Kernel threads during the build: float sums depend on how work is split. */
-  kernelThreads: number;
-  dtype: FloatDtype;
 }
 
 /** The text config plus the vision part, checked against the environment's image settings. */
@@ -80,33 +65,12 @@ export function initialVlWeights(config: ModelConfig, seed: number, projInitStd:
   return weights;
 }
 
-export async function buildVlModel(
-  recipe: VlModelRecipe,
-  dir: string,
-  log: (line: string) => void = () => {},
-  onStep?: (step: PretrainStep, policy: Policy) => void | Promise<void>,
-): Promise<BuildResult> {
-  const started = performance.now();
-  const elapsed = () => ((performance.now() - started) / 1000).toFixed(1);
-  setKernelThreads(recipe.kernelThreads);
-  const { files: tokenizerFiles, tokenizer } = await buildVlTokenizer(recipe.tokenizer);
-  log(`tokenizer: ${tokenizerFiles.size} tokens (${elapsed()} s)`);
-  const config = vlModelConfig(recipe, { size: tokenizerFiles.size, ...tokenizerFiles.ids });
-  const base = baseModelFrom(recipe.name, {
-    config,
-    weights: initialVlWeights(config, recipe.initSeed, recipe.vision.projInitStd),
-    tokenizer,
-  });
-  const examples = await shapesCorpus(
-    tokenizer as RendererTokenizer,
-    tokenizerFiles.ids.image,
-    recipe.corpus,
-  );
-  const tokens = examples.reduce((sum, e) => sum + e.tokens.length, 0);
-  log(`corpus: ${examples.length} examples, ${tokens} positions (${elapsed()} s)`);
-  const policy = await pretrain(base, examples, recipe.pretrain, onStep);
-  log(`pretrained ${recipe.pretrain.steps} steps (${elapsed()} s)`);
-  const files = await writeModelDir(dir, config, policy, tokenizerFiles, recipe.dtype);
-  const checksums = await writeChecksums(dir, recipe.name, files, recipe);
-  return { files, checksums, seconds: (performance.now() - started) / 1000 };
-}
+export const buildVlModel = modelBuilder(
+  (recipe: VlModelRecipe): ModelParts<VlTokenizerFiles> => ({
+    tokenizer: () => buildVlTokenizer(recipe.tokenizer),
+    config: (files) => vlModelConfig(recipe, { size: files.size, ...files.ids }),
+    initialWeights: (config) => initialVlWeights(config, recipe.initSeed, recipe.vision.projInitStd),
+    corpus: (tokenizer, files) => shapesCorpus(tokenizer, files.ids.image, recipe.corpus),
+    unit: "positions",
+  }),
+);

@@ -3,14 +3,11 @@
 // √(2·layers) so the residual stream starts near unit scale; norms at 1).
 import { assembleModelWeights, type ModelConfig, type ModelWeights, Rng } from "@opentinker/engine";
 
-export interface ModelShape {
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  numKvHeads: number;
-  maxPositionEmbeddings: number;
-}
+/** The sizes a recipe chooses; the rest of the config follows from them and the tokenizer. */
+export type ModelShape = Pick<
+  ModelConfig,
+  "hiddenSize" | "intermediateSize" | "numLayers" | "numHeads" | "numKvHeads" | "maxPositionEmbeddings"
+>;
 
 export interface TokenIds {
   vocabSize: number;

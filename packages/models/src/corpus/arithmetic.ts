@@ -12,7 +12,7 @@ import {
   drawFromSplit,
 } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
-import { type Example, scriptedEpisode } from "./episodes.ts";
+import { type Example, scriptedEpisodes } from "./episodes.ts";
 
 export type ArithmeticMistake = "near-miss" | "other-operator" | "copy-operand";
 
@@ -50,27 +50,14 @@ export function studentAnswer(
   return apply(other, task.a, task.b);
 }
 
-export async function arithmeticCorpus(
+export function arithmeticCorpus(
   tokenizer: RendererTokenizer,
   random: () => number,
   o: ArithmeticCorpusOptions,
 ): Promise<Example[]> {
-  const end = endOfTurn(tokenizer);
-  const out: Example[] = [];
-  for (let i = 0; i < o.episodes; i++) {
+  return scriptedEpisodes(tokenizer, o.episodes, (reply) => {
     const task = drawFromSplit(random, "train", (r) => arithmeticTask(r, o.maxOperand), arithmeticKey);
     const answer = studentAnswer(task, o.pCorrect, o.mistake, random);
-    const env = new ArithmeticEnv(task, tokenizer);
-    out.push(...(await scriptedEpisode(env, () => [...encode(tokenizer, String(answer)), end])));
-  }
-  return out;
+    return { env: new ArithmeticEnv(task, tokenizer), player: () => reply(String(answer)) };
+  });
 }
-
-export function endOfTurn(tokenizer: RendererTokenizer): number {
-  const id = tokenizer.tokenId("<|im_end|>");
-  if (id === undefined) throw new Error("the tokenizer has no <|im_end|> token");
-  return id;
-}
-
-export const encode = (tokenizer: RendererTokenizer, text: string) =>
-  tokenizer.encode(text, { addSpecialTokens: false });

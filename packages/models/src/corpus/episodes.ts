@@ -3,7 +3,7 @@
 // feedback is rendered by the environment exactly as it will be during RL; only
 // the player's action tokens carry weight (C6, C7).
 import { type ModelInput, modelInputTokens } from "@opentinker/protocol";
-import type { Env } from "@opentinker/sdk";
+import type { Env, RendererTokenizer } from "@opentinker/sdk";
 
 /** One training sequence: tokens and a weight per token (1 on actions, 0 on context). */
 export interface Example {
@@ -18,6 +18,31 @@ export interface Example {
 
 /** The player's action tokens for this turn (it may keep its own state between turns). */
 export type ScriptedPlayer = (turn: number) => number[];
+
+/** A scripted player's reply as the model writes it: the text's tokens, then <|im_end|>. */
+export function replyEncoder(tokenizer: RendererTokenizer): (text: string) => number[] {
+  const end = tokenizer.tokenId("<|im_end|>");
+  if (end === undefined) throw new Error("the tokenizer has no <|im_end|> token");
+  return (text) => [...tokenizer.encode(text, { addSpecialTokens: false }), end];
+}
+
+/**
+ * `count` episodes played one after another: `next` sets up each (its env and
+ * player, who replies through `reply`) when the last is done.
+ */
+export async function scriptedEpisodes(
+  tokenizer: RendererTokenizer,
+  count: number,
+  next: (reply: (text: string) => number[]) => { env: Env; player: ScriptedPlayer },
+): Promise<Example[]> {
+  const reply = replyEncoder(tokenizer);
+  const out: Example[] = [];
+  for (let i = 0; i < count; i++) {
+    const { env, player } = next(reply);
+    out.push(...(await scriptedEpisode(env, player)));
+  }
+  return out;
+}
 
 const startsWith = (tokens: readonly number[], prefix: readonly number[]) =>
   prefix.length <= tokens.length && prefix.every((t, i) => tokens[i] === t);

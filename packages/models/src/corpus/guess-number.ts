@@ -6,8 +6,7 @@
 // games; halving the interval would always find it, so RL has room to improve.
 import { drawFromSplit, GuessNumberEnv, type GuessTask, guessKey, guessTask } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
-import { encode, endOfTurn } from "./arithmetic.ts";
-import { type Example, scriptedEpisode } from "./episodes.ts";
+import { type Example, scriptedEpisodes } from "./episodes.ts";
 
 export interface GuessCorpusOptions {
   episodes: number;
@@ -34,14 +33,12 @@ export function carelessGuesser(task: GuessTask, o: GuessCorpusOptions, random: 
   };
 }
 
-export async function guessNumberCorpus(
+export function guessNumberCorpus(
   tokenizer: RendererTokenizer,
   random: () => number,
   o: GuessCorpusOptions,
 ): Promise<Example[]> {
-  const end = endOfTurn(tokenizer);
-  const out: Example[] = [];
-  for (let i = 0; i < o.episodes; i++) {
+  return scriptedEpisodes(tokenizer, o.episodes, (reply) => {
     // By key hash (one (secret, range) pair in ten held out), which is how the
     // committed model was built: it does not hold out the environment's
     // validation range 1–16, whose games are in the corpus. RL never trains
@@ -49,7 +46,6 @@ export async function guessNumberCorpus(
     const task = drawFromSplit(random, "train", (r) => guessTask(r, o.max), guessKey);
     const guess = carelessGuesser(task, o, random);
     const env = new GuessNumberEnv(task, tokenizer, { maxTurns: o.maxTurns });
-    out.push(...(await scriptedEpisode(env, () => [...encode(tokenizer, String(guess())), end])));
-  }
-  return out;
+    return { env, player: () => reply(String(guess())) };
+  });
 }

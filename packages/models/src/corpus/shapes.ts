@@ -17,8 +17,7 @@ import {
 } from "@opentinker/envs";
 import { appendTokens, IMAGE_POSITION_TOKEN, modelInputPositionTokens } from "@opentinker/protocol";
 import type { RendererTokenizer } from "@opentinker/sdk";
-import { encode, endOfTurn } from "./arithmetic.ts";
-import type { Example } from "./episodes.ts";
+import { type Example, replyEncoder } from "./episodes.ts";
 
 export interface ShapesCorpusOptions {
   /** Seeds the tasks (the environment's training dataset) and the student's answers. */
@@ -57,7 +56,7 @@ export async function shapesCorpus(
   imageTokenId: number,
   o: ShapesCorpusOptions,
 ): Promise<Example[]> {
-  const end = endOfTurn(tokenizer);
+  const reply = replyEncoder(tokenizer);
   const student = seededRandom(o.seed * 1_000_003 + 1);
   // The environment's own training dataset: its generator, its split, its rendering.
   const groups = shapesDataset({
@@ -76,7 +75,7 @@ export async function shapesCorpus(
       throw new Error("shapesCorpus: the shapes dataset built another environment");
     const answer = studentShapesAnswer(env.task, o.pCorrect, student);
     const { observation } = await env.initialObservation();
-    const action = [...encode(tokenizer, answer), end];
+    const action = reply(answer);
     const result = await env.step(action);
     if (result.metrics?.["format/malformed"] !== 0)
       throw new Error(`shapesCorpus: the environment finds the answer "${answer}" malformed`);

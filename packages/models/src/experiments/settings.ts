@@ -4,8 +4,10 @@ import {
   guessNumberDataset,
   nimEvaluationDataset,
   nimSelfPlayDataset,
+  type Split,
   seededRandom,
   shapesDataset,
+  type TaskDatasetOptions,
 } from "@opentinker/envs";
 import type { RendererTokenizer, RlDataset } from "@opentinker/sdk";
 import { arithmeticCorpus } from "../corpus/arithmetic.ts";
@@ -55,25 +57,49 @@ export interface PairSetting {
   pair: readonly [string, string];
 }
 
-const arith = (ctx: SettingContext, split: "train" | "validation", batches: number) =>
-  arithmeticDataset({
-    tokenizer: ctx.tokenizer,
-    split,
-    seed: ctx.seed,
-    batches,
-    // Validation: 128 held-out problems once each, so ±20 points is well past the noise.
-    ...(split === "train" ? { groupsPerBatch: 16, groupSize: 8 } : { groupsPerBatch: 128, groupSize: 1 }),
-  });
+type SplitDataset = (ctx: SettingContext, split: Split, batches: number) => RlDataset;
+type Groups = Pick<TaskDatasetOptions, "groupsPerBatch" | "groupSize">;
 
-const guess = (ctx: SettingContext, split: "train" | "validation", batches: number) =>
-  guessNumberDataset({
-    tokenizer: ctx.tokenizer,
-    split,
-    seed: ctx.seed,
-    batches,
-    // Validation: 128 games in the held-out range.
-    ...(split === "train" ? { groupsPerBatch: 8, groupSize: 8 } : { groupsPerBatch: 64, groupSize: 2 }),
-  });
+/** An environment's dataset for either split, each with its own groups. */
+const bySplit =
+  (make: (o: TaskDatasetOptions) => RlDataset, train: Groups, validation: Groups): SplitDataset =>
+  (ctx, split, batches) =>
+    make({
+      tokenizer: ctx.tokenizer,
+      split,
+      seed: ctx.seed,
+      batches,
+      ...(split === "train" ? train : validation),
+    });
+
+// Validation: 128 held-out problems once each, so ±20 points is well past the noise.
+const arith = bySplit(
+  arithmeticDataset,
+  { groupsPerBatch: 16, groupSize: 8 },
+  { groupsPerBatch: 128, groupSize: 1 },
+);
+// Validation: 128 games in the held-out range.
+const guess = bySplit(
+  guessNumberDataset,
+  { groupsPerBatch: 8, groupSize: 8 },
+  { groupsPerBatch: 64, groupSize: 2 },
+);
+// Validation: 128 episodes over 64 pictures, a steadier figure than 32 (validation is cheap here).
+const shapes = bySplit(
+  shapesDataset,
+  { groupsPerBatch: 4, groupSize: 8 },
+  { groupsPerBatch: 64, groupSize: 2 },
+);
+
+/** LoRA r=16 GRPO (ppo): `ctx.steps` batches of the training split, validated on one batch of the held-out split. */
+const loraRl = (name: string, description: string, dataset: SplitDataset): Setting => ({
+  name,
+  description,
+  train: (ctx) => dataset(ctx, "train", ctx.steps),
+  validation: (ctx) => dataset(ctx, "validation", 1),
+  lossFn: "ppo",
+  learningRate: 1e-3,
+});
 
 const nimAgainst = (ctx: SettingContext, opponent: "random" | "optimal") =>
   nimEvaluationDataset({ seed: ctx.seed + 1, batches: 1, groupsPerBatch: 16, games: 8, opponent });
@@ -91,14 +117,7 @@ const arithmeticSft: SftPhase = {
   learningRate: 5e-4,
 };
 
-const arithmeticLoraRl: Setting = {
-  name: "arithmetic-lora-rl",
-  description: "single-turn text, LoRA r=16, GRPO (ppo)",
-  train: (ctx) => arith(ctx, "train", ctx.steps),
-  validation: (ctx) => arith(ctx, "validation", 1),
-  lossFn: "ppo",
-  learningRate: 1e-3,
-};
+const arithmeticLoraRl = loraRl("arithmetic-lora-rl", "single-turn text, LoRA r=16, GRPO (ppo)", arith);
 
 export const SETTINGS: Record<string, Setting> = {
   "arithmetic-lora-rl": arithmeticLoraRl,
@@ -111,12 +130,7 @@ export const SETTINGS: Record<string, Setting> = {
     sft: arithmeticSft,
   },
   "guess-number-lora-rl": {
-    name: "guess-number-lora-rl",
-    description: "multi-turn text, LoRA r=16, GRPO (ppo)",
-    train: (ctx) => guess(ctx, "train", ctx.steps),
-    validation: (ctx) => guess(ctx, "validation", 1),
-    lossFn: "ppo",
-    learningRate: 1e-3,
+    ...loraRl("guess-number-lora-rl", "multi-turn text, LoRA r=16, GRPO (ppo)", guess),
     // Success (the secret found within the turns), like every other setting's
     // figure; the mean reward, which also pays for speed, is in the summary too.
     metric: "env/found",
@@ -132,29 +146,7 @@ export const SETTINGS: Record<string, Setting> = {
     evaluations: { "vs-optimal": (ctx) => nimAgainst(ctx, "optimal") },
   },
   "shapes-lora-rl": {
-    name: "shapes-lora-rl",
-    description: "single-turn image + text, LoRA r=16 (vision frozen), GRPO (ppo)",
-    train: (ctx) =>
-      shapesDataset({
-        tokenizer: ctx.tokenizer,
-        split: "train",
-        seed: ctx.seed,
-        batches: ctx.steps,
-        groupsPerBatch: 4,
-        groupSize: 8,
-      }),
-    // 128 episodes over 64 pictures: a steadier figure than 32 (validation is cheap here).
-    validation: (ctx) =>
-      shapesDataset({
-        tokenizer: ctx.tokenizer,
-        split: "validation",
-        seed: ctx.seed,
-        batches: 1,
-        groupsPerBatch: 64,
-        groupSize: 2,
-      }),
-    lossFn: "ppo",
-    learningRate: 1e-3,
+    ...loraRl("shapes-lora-rl", "single-turn image + text, LoRA r=16 (vision frozen), GRPO (ppo)", shapes),
     model: DEFAULT_VL_MODEL,
   },
 };

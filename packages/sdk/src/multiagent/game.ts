@@ -1,6 +1,7 @@
 // Turn-based games for the multi-agent coordinator (DESIGN.md C11). A game is
 // pure data and functions over an immutable state, so one definition serves
 // self-play, fixed-opponent evaluation and per-player policies alike.
+import { seededRandom } from "@opentinker/protocol";
 import type { StopCondition } from "../env/types.ts";
 
 export interface TurnBasedGame<State, Move> {
@@ -26,17 +27,8 @@ export interface TurnBasedGame<State, Move> {
 /** A non-learning player: picks a move for the current player of a non-terminal state. */
 export type Opponent<State, Move> = (state: State) => Move;
 
-/** mulberry32: small, seedable, good enough to pick moves reproducibly. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG that picks moves reproducibly (one home: protocol's random.ts). */
+export { seededRandom } from "@opentinker/protocol";
 
 /** Plays a uniformly random legal move (reproducible from `seed`). */
 export function randomPlayer<State, Move>(game: TurnBasedGame<State, Move>, seed = 0): Opponent<State, Move> {
