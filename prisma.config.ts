@@ -3,6 +3,7 @@
 // (see packages/db/README.md). Runtime code never goes through this file.
 import { PrismaPg } from "@prisma/adapter-pg";
 import { defineConfig } from "prisma/config";
+import { readDbEnv } from "./packages/db/src/env.ts";
 import { PrismaCompatiblePool } from "./packages/db/src/pg-pool.ts";
 
 export default defineConfig({
@@ -11,7 +12,7 @@ export default defineConfig({
   experimental: { adapter: true },
   engine: "js",
   async adapter() {
-    const connectionString = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+    const connectionString = readDbEnv().DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
     return new PrismaPg(new PrismaCompatiblePool({ connectionString }));
   },
 });

@@ -8,8 +8,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
-import { ConsoleSink, fanOut, JsonlSink } from "@opentinker/sdk";
-import { toyRl } from "./toy-rl.ts";
+import { runToyRlExample } from "./toy-rl.ts";
 
 const { values } = parseArgs({
   options: { model: { type: "string" }, steps: { type: "string", default: "12" } },
@@ -23,21 +22,7 @@ try {
   }
   const base = await loadBaseModel(modelDir, "toy");
   const service = InProcessServiceClient.local([base], path.join(work, "snapshots"), "example");
-  const metricsFile = path.resolve("examples/out/rl-lora-toy.jsonl");
-  const steps = Number(values.steps);
-  const history = await toyRl(service, {
-    baseModel: "toy",
-    steps,
-    sink: fanOut(
-      new ConsoleSink({ keys: ["reward/mean", "loss/sum", "policy/version"], total: steps }),
-      new JsonlSink(metricsFile),
-    ),
-  });
-  const first = history[0]?.["reward/mean"] ?? 0;
-  const last = history[history.length - 1]?.["reward/mean"] ?? 0;
-  console.log(
-    `reward ${first.toFixed(3)} → ${last.toFixed(3)} over ${history.length} steps; metrics in ${metricsFile}`,
-  );
+  await runToyRlExample(service, { baseModel: "toy", steps: Number(values.steps), name: "rl-lora-toy" });
 } finally {
   await rm(work, { recursive: true, force: true });
 }

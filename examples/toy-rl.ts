@@ -2,10 +2,15 @@
 // one token whose id is below 141 (about half the tiny model's vocabulary), so
 // the untrained policy starts near 50 %. The loop only sees the ServiceClient
 // interface, so it runs unchanged in-process or against a server.
+
+import path from "node:path";
 import { type AdamParamsInput, modelInputFromTokens, type ServiceClient } from "@opentinker/protocol";
 import {
+  ConsoleSink,
   type Env,
   type EnvGroupBuilder,
+  fanOut,
+  JsonlSink,
   type MetricsRecord,
   type MetricsSink,
   trainRl,
@@ -46,4 +51,25 @@ export async function toyRl(
     ...(options.sink ? { sink: options.sink } : {}),
     seed: 11,
   });
+}
+
+/** Runs the toy task as an example does: progress on the console, metrics in examples/out/<name>.jsonl. */
+export async function runToyRlExample(
+  service: ServiceClient,
+  options: { baseModel: string; steps: number; name: string },
+): Promise<void> {
+  const metricsFile = path.resolve(`examples/out/${options.name}.jsonl`);
+  const history = await toyRl(service, {
+    baseModel: options.baseModel,
+    steps: options.steps,
+    sink: fanOut(
+      new ConsoleSink({ keys: ["reward/mean", "loss/sum", "policy/version"], total: options.steps }),
+      new JsonlSink(metricsFile),
+    ),
+  });
+  const first = history[0]?.["reward/mean"] ?? 0;
+  const last = history[history.length - 1]?.["reward/mean"] ?? 0;
+  console.log(
+    `reward ${first.toFixed(3)} → ${last.toFixed(3)} over ${history.length} steps; metrics in ${metricsFile}`,
+  );
 }

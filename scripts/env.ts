@@ -17,6 +17,11 @@ const ZStartEnv = z.object({
   OPENTINKER_SESSION_SECRET: z.string().min(32).optional(),
   /** More base models: "name=/path/to/hf-dir,other=/path". */
   OPENTINKER_MODELS: z.string().optional(),
+  /** "1": serve the dashboard build that is there instead of building it. */
+  OPENTINKER_SKIP_BUILD: z
+    .string()
+    .optional()
+    .transform((value) => value === "1"),
 });
 
 export type StartEnv = z.infer<typeof ZStartEnv>;
@@ -28,4 +33,9 @@ export function readStartEnv(source: NodeJS.ProcessEnv = process.env): StartEnv 
     throw new Error(`configuration: ${issue?.path.join(".")}: ${issue?.message}`);
   }
   return parsed.data;
+}
+
+/** The environment the web and worker processes run with: this one's, plus `overrides`. */
+export function inheritedEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, ...overrides };
 }

@@ -15,7 +15,7 @@ import {
 } from "@opentinker/db";
 import { baseModels } from "./base-models.ts";
 import { withBuildLock } from "./build-lock.ts";
-import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
+import { inheritedEnv, REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService } from "./processes.ts";
 import { sessionSecret } from "./session-secret.ts";
 import { Supervised } from "./supervise.ts";
@@ -91,8 +91,7 @@ async function prepare(env: StartEnv, server: DatabaseServer): Promise<NodeJS.Pr
     say(`dashboard sign-in (shown once, keep it): ${DEMO_USER_EMAIL} / ${seeded.createdPassword}`);
   say(`base models: ${seeded.baseModels.join(", ")}`);
 
-  const childEnv = {
-    ...process.env,
+  const childEnv = inheritedEnv({
     DATABASE_URL: server.url,
     HOST: env.HOST,
     PORT: String(env.PORT),
@@ -101,9 +100,8 @@ async function prepare(env: StartEnv, server: DatabaseServer): Promise<NodeJS.Pr
       env.OPENTINKER_SESSION_SECRET ?? (await sessionSecret(env.OPENTINKER_DATA_DIR)),
     NEXT_TELEMETRY_DISABLED: "1",
     TURBO_TELEMETRY_DISABLED: "1",
-  };
-  if (process.env.OPENTINKER_SKIP_BUILD === "1")
-    say("using the existing dashboard build (OPENTINKER_SKIP_BUILD=1)");
+  });
+  if (env.OPENTINKER_SKIP_BUILD) say("using the existing dashboard build (OPENTINKER_SKIP_BUILD=1)");
   else {
     say("building the dashboard (cached after the first run)");
     const turbo = path.join(REPO_ROOT, "node_modules", ".bin", "turbo");

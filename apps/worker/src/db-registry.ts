@@ -1,25 +1,38 @@
-import { type Db, getSnapshotByHandle, latestSnapshot, publishSnapshot } from "@opentinker/db";
+// The worker's registry over Postgres (C2, C3): what the shared samplers resolve
+// handles through, and where its policy sessions record their snapshots,
+// checkpoints and steps. Versions are allocated by the database, so they stay
+// contiguous across workers and restarts. Every query is within a team: the
+// samplers are shared by every team, so the worker resolves a request's handle
+// within the request's team (`resolveInTeam`) and hands the sampler the record.
 import {
+  type Db,
+  findCheckpoint,
+  getSnapshotByHandle,
+  latestCheckpoint,
+  latestSnapshot,
+  publishSnapshot,
+  recordCheckpoint,
+  setAdapterStep,
+} from "@opentinker/db";
+import {
+  type PolicyLocation,
+  type PolicyRegistry,
+  type RecordedObject,
   type SnapshotRecord,
   type SnapshotRegistry,
   type StoredObject,
+  type StoredRef,
   UnknownHandleError,
 } from "@opentinker/engine";
+import type { SavedWeights } from "@opentinker/protocol";
 
 type SnapshotRow = { handle: string; version: number; path: string; checksum: string; trainerStep: number };
 
 /** Resolved handles (immutable) are remembered a minute: every rollout turn resolves its policy. */
 const RESOLVED_TTL_MS = 60_000;
 
-/**
- * The engine's snapshot registry over Postgres (C2, C3): versions are allocated
- * by the database, so they stay contiguous across workers and restarts. The
- * `team` argument of publish/latest is the team id. A handle is only ever
- * resolved within a team (`resolveInTeam`), because the samplers are shared by
- * every team: the worker resolves a request's handle within the request's team
- * and hands the sampler the record.
- */
-export class DbSnapshotRegistry implements SnapshotRegistry {
+/** The `team` of the SnapshotRegistry calls is the team id. */
+export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
   private readonly resolved = new Map<string, { record: SnapshotRecord; until: number }>();
 
   constructor(
@@ -28,29 +41,29 @@ export class DbSnapshotRegistry implements SnapshotRegistry {
   ) {}
 
   private async record(row: SnapshotRow, adapterId: string): Promise<SnapshotRecord> {
-    return {
-      handle: row.handle,
-      version: row.version,
-      path: row.path,
-      checksum: row.checksum,
-      trainerStep: row.trainerStep,
-      baseModel: await this.baseModelOf(adapterId),
-    };
+    const { handle, version, path, checksum, trainerStep } = row;
+    return { handle, version, path, checksum, trainerStep, baseModel: await this.baseModelOf(adapterId) };
   }
 
-  async publish(
-    team: string,
-    adapter: string,
+  private publishRow(
+    teamId: string,
+    adapterId: string,
     stored: StoredObject,
     trainerStep: number,
-  ): Promise<SnapshotRecord> {
-    const row = await publishSnapshot(this.db, team, {
-      adapterId: adapter,
-      path: stored.path,
-      checksum: stored.checksum,
+    jobId?: string,
+  ) {
+    const { path, checksum } = stored;
+    return publishSnapshot(this.db, teamId, {
+      adapterId,
+      path,
+      checksum,
       trainerStep,
+      ...(jobId ? { jobId } : {}),
     });
-    return this.record(row, adapter);
+  }
+
+  async publish(teamId: string, adapter: string, stored: StoredObject, trainerStep: number) {
+    return this.record(await this.publishRow(teamId, adapter, stored, trainerStep), adapter);
   }
 
   /** A handle with no team to resolve it in is a bug in the caller, never a lookup. */
@@ -71,8 +84,43 @@ export class DbSnapshotRegistry implements SnapshotRegistry {
     return record;
   }
 
-  async latest(team: string, adapter: string): Promise<SnapshotRecord | null> {
-    const row = await latestSnapshot(this.db, team, adapter);
+  async latest(teamId: string, adapter: string): Promise<SnapshotRecord | null> {
+    const row = await latestSnapshot(this.db, teamId, adapter);
     return row ? this.record(row, adapter) : null;
+  }
+
+  async publishSnapshot(where: PolicyLocation, snapshot: RecordedObject): Promise<SavedWeights> {
+    const { stored, trainerStep, jobId } = snapshot;
+    const row = await this.publishRow(where.teamId, where.adapter, stored, trainerStep, jobId);
+    return { handle: row.handle, version: row.version };
+  }
+
+  async hasCheckpoint(where: PolicyLocation, name: string): Promise<boolean> {
+    return (await findCheckpoint(this.db, where.teamId, where.adapter, name)) !== null;
+  }
+
+  async recordCheckpoint(where: PolicyLocation, name: string, checkpoint: RecordedObject): Promise<void> {
+    const { stored, trainerStep, jobId } = checkpoint;
+    await recordCheckpoint(this.db, where.teamId, {
+      adapterId: where.adapter,
+      name,
+      step: trainerStep,
+      path: stored.path,
+      checksum: stored.checksum,
+      sizeBytes: stored.sizeBytes,
+      ...(jobId ? { jobId } : {}),
+    });
+  }
+
+  findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null> {
+    return findCheckpoint(this.db, where.teamId, where.adapter, name);
+  }
+
+  latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null> {
+    return latestCheckpoint(this.db, where.teamId, where.adapter);
+  }
+
+  recordStep(where: PolicyLocation, step: number): Promise<void> {
+    return setAdapterStep(this.db, where.teamId, where.adapter, step);
   }
 }

@@ -7,12 +7,13 @@ import {
   type BaseModel,
   LocalSnapshotStore,
   loadBaseModel,
+  type PolicySession,
   type PolicySource,
   Sampler,
   type SnapshotStore,
 } from "@opentinker/engine";
 import type { PolicyRef } from "@opentinker/protocol";
-import { AdapterSession } from "./adapter-session.ts";
+import { openAdapterSession } from "./adapter-session.ts";
 import { DbSnapshotRegistry } from "./db-registry.ts";
 
 export interface HostedBase {
@@ -26,12 +27,14 @@ export class EngineHost {
   readonly registry: DbSnapshotRegistry;
   private readonly bases = new Map<string, HostedBase>();
   private readonly samplers = new Map<string, Sampler>();
-  private readonly sessions = new Map<string, Promise<AdapterSession>>();
+  private readonly sessions = new Map<string, Promise<PolicySession>>();
   private readonly adapterBase = new Map<string, string>();
 
+  /** `remoteEnvHosts`: the hosts remote environments may be on (OPENTINKER_REMOTE_ENV_HOSTS). */
   constructor(
     readonly db: Db,
     storeRoot: string,
+    readonly remoteEnvHosts: readonly string[] = [],
   ) {
     this.store = new LocalSnapshotStore(storeRoot);
     this.registry = new DbSnapshotRegistry(db, (adapterId) => this.baseNameOfAdapter(adapterId));
@@ -61,6 +64,12 @@ export class EngineHost {
     const base = this.bases.get(id);
     if (!base) throw new RangeError(`base model ${id} is not loaded on this worker`);
     return base;
+  }
+
+  /** The hosted base a session's policy trains over. */
+  baseOf(session: PolicySession): HostedBase {
+    for (const base of this.bases.values()) if (base.model === session.policy.base) return base;
+    throw new RangeError(`base model ${session.policy.base.name} is not loaded on this worker`);
   }
 
   baseByName(name: string): HostedBase {
@@ -98,15 +107,15 @@ export class EngineHost {
   }
 
   /** A team's adapter's training state here, restored from its last checkpoint on first use. */
-  async session(teamId: string, adapterId: string): Promise<AdapterSession> {
+  async session(teamId: string, adapterId: string): Promise<PolicySession> {
     let session = this.sessions.get(adapterId);
     if (!session) {
-      session = AdapterSession.open(this, teamId, adapterId);
+      session = openAdapterSession(this, teamId, adapterId);
       session.catch(() => this.sessions.delete(adapterId));
       this.sessions.set(adapterId, session);
     }
     const opened = await session;
-    if (opened.adapter.teamId !== teamId) throw new RangeError(`adapter ${adapterId} not found`);
+    if (opened.where.teamId !== teamId) throw new RangeError(`adapter ${adapterId} not found`);
     return opened;
   }
 

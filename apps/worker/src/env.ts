@@ -1,5 +1,6 @@
 import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
+import { parseHostList } from "@opentinker/protocol";
 import { z } from "zod";
 
 // The worker's whole configuration, read once from the environment.
@@ -14,6 +15,8 @@ const ZWorkerEnv = z.object({
   /** The queue's poll for jobs it was not told about (retries); new jobs arrive by LISTEN/NOTIFY. */
   WORKER_POLL_INTERVAL_MS: z.coerce.number().int().min(50).default(2000),
   OPENTINKER_DATA_DIR: z.string().min(1).default(path.resolve(".data")),
+  /** Hosts (host or host:port, comma-separated) that remote environments may be on; none by default. */
+  OPENTINKER_REMOTE_ENV_HOSTS: z.string().default("").transform(parseHostList),
   /**
    * Threads of the kernels' pool. A worker shares the machine with Postgres and
    * the web process, and the pool's threads spin between operations, so the

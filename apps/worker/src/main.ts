@@ -50,7 +50,11 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void drain("SIGINT"));
 
   setKernelThreads(env.WORKER_KERNEL_THREADS);
-  const host = new EngineHost(db, path.join(env.OPENTINKER_DATA_DIR, "store"));
+  const host = new EngineHost(
+    db,
+    path.join(env.OPENTINKER_DATA_DIR, "store"),
+    env.OPENTINKER_REMOTE_ENV_HOSTS,
+  );
   const bases = await host.loadBases((line) => console.error(line));
   heartbeat = await startHeartbeat(
     db,

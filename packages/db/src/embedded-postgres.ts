@@ -8,6 +8,7 @@ import { chmod, chown, mkdir, stat, unlink, writeFile } from "node:fs/promises";
 import { arch, platform, tmpdir, userInfo } from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { inheritedEnv } from "./env.ts";
 import { findFreePort } from "./free-port.ts";
 
 const USER = "postgres";
@@ -71,7 +72,7 @@ function run(command: string, args: string[], ids: { uid: number; gid: number } 
       ...ids,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, LC_ALL: "C" },
+      env: inheritedEnv({ LC_ALL: "C" }),
     });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => {

@@ -1,7 +1,7 @@
 // What a server-side job stores per step, atomically: its trajectories, its
 // metrics and its progress; then the web processes are told (NOTIFY) so that
 // the dashboard's live charts update.
-import type { Db } from "./client.ts";
+import type { Db, DbTx } from "./client.ts";
 import type { JobStatus } from "./generated/prisma/enums.ts";
 import { queueJobRun } from "./jobs.ts";
 import { recordMetrics } from "./metrics.ts";
@@ -74,7 +74,7 @@ export async function startJob(
 
 /** Ends a job; its queued work is cancelled with it. */
 export async function finishJob(
-  db: Db,
+  db: DbTx,
   job: { teamId: string; id: string },
   status: JobStatus,
   error: string | null = null,

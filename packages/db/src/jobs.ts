@@ -1,8 +1,9 @@
 import type { Db, DbTx } from "./client.ts";
 import { NotFoundError, QuotaExceededError, UnknownTeamError } from "./errors.ts";
-import type { JobKind, Prisma } from "./generated/prisma/client.ts";
-import { tasks } from "./queue-names.ts";
+import { type JobKind, Prisma } from "./generated/prisma/client.ts";
+import { addJobSql, queueTasks } from "./queue-tasks.ts";
 import { jobSelect } from "./selects.ts";
+import { lockTeam } from "./team-lock.ts";
 
 export interface CreateJobInput {
   adapterId: string;
@@ -23,13 +24,11 @@ export interface EnqueueJobInput extends CreateJobInput {
   handle?: string;
 }
 
-/** A run is retried this often (a worker that dies mid-run hands it to another). */
-const JOB_MAX_ATTEMPTS = 25;
-
-/** Queues a job's run for any worker; its queue key is the job's, so a job has one queued run at most. */
+/** Queues a job's run for any worker (queueTasks.job: retried, one queued run per job). */
 export async function queueJobRun(db: DbTx, jobId: string): Promise<void> {
-  await db.$executeRaw`SELECT graphile_worker.add_job(${tasks.job}, json_build_object('jobId', ${jobId}::text),
-    max_attempts => ${JOB_MAX_ATTEMPTS}::int, job_key => ${`job:${jobId}`}::text)`;
+  const { id, key, maxAttempts } = queueTasks.job;
+  const payload = Prisma.sql`json_build_object('jobId', ${jobId}::text)`;
+  await db.$executeRaw`SELECT ${addJobSql({ task: id, payload, maxAttempts, jobKey: key(jobId) })}`;
 }
 
 export function createJob(db: DbTx, teamId: string, input: CreateJobInput) {
@@ -67,6 +66,14 @@ export async function requestJobCancel(db: DbTx, teamId: string, jobId: string):
   return count === 1;
 }
 
+/** Asks a job of this team to stop and returns it as it is then; null when the team has no such job. */
+export async function cancelJob(db: DbTx, teamId: string, jobId: string) {
+  const job = await getJob(db, teamId, jobId);
+  if (!job) return null;
+  await requestJobCancel(db, teamId, jobId);
+  return (await getJob(db, teamId, jobId)) ?? job;
+}
+
 /**
  * Creates a job and queues it for a worker, in one transaction: the team's
  * concurrent-job quota holds exactly, and an adapter runs one job at a time.
@@ -74,7 +81,7 @@ export async function requestJobCancel(db: DbTx, teamId: string, jobId: string):
 export function enqueueJob(db: Db, teamId: string, input: EnqueueJobInput) {
   const { size, handle, ...job } = input;
   return db.$transaction(async (tx) => {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`jobs:${teamId}`}))`;
+    await lockTeam(tx, "jobs", teamId);
     const team = await tx.team.findUnique({
       where: { id: teamId },
       select: { maxConcurrentJobs: true, maxJobSteps: true, maxSequencesPerStep: true },

@@ -3,19 +3,15 @@
 // heartbeat stops, its adapters are released and re-placed on their next call,
 // from their last checkpoint.
 import type { DbTx } from "./client.ts";
-import { METRICS_CHANNEL, REQUEST_CHANNEL, tasks } from "./queue-names.ts";
+import { staleAfterMs } from "./env.ts";
+import { METRICS_CHANNEL, REQUEST_CHANNEL } from "./queue-names.ts";
+import { tasks } from "./queue-tasks.ts";
 
 export class NoWorkerError extends Error {
   override name = "NoWorkerError";
 }
 
-/** How long a worker may go without a heartbeat before it counts as lost. */
-export const DEFAULT_STALE_AFTER_MS = 15_000;
-
-export function staleAfterMs(): number {
-  const fromEnv = Number(process.env.WORKER_STALE_AFTER_MS);
-  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_STALE_AFTER_MS;
-}
+export { DEFAULT_STALE_AFTER_MS, staleAfterMs } from "./env.ts";
 
 /**
  * The worker holding an adapter, placing it first if it has none (or its worker

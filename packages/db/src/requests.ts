@@ -8,7 +8,8 @@ import type { Db, DbTx } from "./client.ts";
 import { NotFoundError, postgresCause, RETRY_SQLSTATE, rethrowDomainError } from "./errors.ts";
 import { Prisma, type RequestKind } from "./generated/prisma/client.ts";
 import { placeAdapter, staleAfterMs } from "./placement.ts";
-import { REQUEST_CHANNEL, TRAIN_TASK_PREFIX, tasks } from "./queue-names.ts";
+import { REQUEST_CHANNEL } from "./queue-names.ts";
+import { addJobSql, queueTasks } from "./queue-tasks.ts";
 
 export const TRAINING_KINDS = [
   "FORWARD",
@@ -54,6 +55,12 @@ interface NewRequest {
   maxAttempts: number;
 }
 
+/** The queue job of the statement's `inserted` Request row (keyed by the request's id). */
+function queueInserted(task: string | Prisma.Sql, queue: string | null, maxAttempts: number) {
+  const payload = Prisma.sql`json_build_object('requestId', inserted.id)`;
+  return addJobSql({ task, payload, queue, maxAttempts, jobKey: Prisma.sql`inserted.id` });
+}
+
 /**
  * Inserts the Request row and its queue job in one statement (a hot path: a
  * round trip saved is a millisecond off every call), if `allowed` holds.
@@ -65,8 +72,7 @@ function insertAndQueue(r: NewRequest & { id: string }) {
       VALUES (${r.id}, ${r.teamId}, ${r.adapterId}, ${r.seq}::int, ${r.kind}::"RequestKind", ${JSON.stringify(r.payload)}::jsonb)
       RETURNING id),
     queued_job AS (
-      SELECT graphile_worker.add_job(${r.task}, json_build_object('requestId', inserted.id),
-        queue_name => ${r.queue}::text, max_attempts => ${r.maxAttempts}::int, job_key => inserted.id) AS job
+      SELECT ${queueInserted(r.task, r.queue, r.maxAttempts)} AS job
       FROM inserted)`;
 }
 
@@ -109,7 +115,13 @@ async function enqueueOnPlacedAdapter(
   id: string,
   input: TrainingCall,
 ): Promise<EnqueuedRequest | null> {
-  const queue = `adapter:${input.adapterId}`;
+  const train = queueTasks.train;
+  // The task id is the holding worker's, read in the same statement.
+  const job = queueInserted(
+    Prisma.sql`${train.idPrefix}::text || bumped."workerId"`,
+    train.queue(input.adapterId),
+    train.maxAttempts,
+  );
   const [row] = await db.$queryRaw<{ seq: number | null; exists: boolean }[]>`
     WITH bumped AS (
       UPDATE "Adapter" SET "requestSeq" = "requestSeq" + 1
@@ -123,8 +135,7 @@ async function enqueueOnPlacedAdapter(
       FROM bumped
       RETURNING id),
     queued_job AS (
-      SELECT graphile_worker.add_job(${TRAIN_TASK_PREFIX}::text || bumped."workerId", json_build_object('requestId', inserted.id),
-        queue_name => ${queue}::text, max_attempts => 1, job_key => inserted.id) AS job
+      SELECT ${job} AS job
       FROM inserted, bumped)
     SELECT (SELECT "requestSeq" FROM bumped) AS seq,
       EXISTS (SELECT 1 FROM "Adapter" WHERE id = ${input.adapterId} AND "teamId" = ${teamId}
@@ -153,7 +164,7 @@ function enqueueAndPlace(db: Db, teamId: string, id: string, input: TrainingCall
       payload: input.payload,
     };
     await tx.$queryRaw`
-      WITH ${insertAndQueue({ ...request, task: tasks.train(workerId), queue: `adapter:${input.adapterId}`, maxAttempts: 1 })}
+      WITH ${insertAndQueue({ ...request, task: queueTasks.train.id(workerId), queue: queueTasks.train.queue(input.adapterId), maxAttempts: queueTasks.train.maxAttempts })}
       SELECT count(*) FROM queued_job`;
     return { requestId: id, seq: row.seq };
   });
@@ -184,7 +195,7 @@ export async function enqueueSamplingRequest(
   };
   const [row] = await enqueueing(
     () => db.$queryRaw<{ added: bigint }[]>`
-      WITH ${insertAndQueue({ ...request, task: tasks.sample(input.baseModelId), queue: null, maxAttempts: 3 })}
+      WITH ${insertAndQueue({ ...request, task: queueTasks.sample.id(input.baseModelId), queue: null, maxAttempts: queueTasks.sample.maxAttempts })}
       SELECT (SELECT count(*) FROM queued_job) AS added`,
   );
   if (Number(row?.added) !== 1) throw new Error(`enqueueSamplingRequest: request ${id} was not queued`);

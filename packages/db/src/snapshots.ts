@@ -1,3 +1,4 @@
+import { formatSamplerHandle } from "@opentinker/protocol";
 import { modelLimitsSelect } from "./base-models.ts";
 import type { Db, DbTx } from "./client.ts";
 import { NotFoundError } from "./errors.ts";
@@ -9,11 +10,6 @@ export interface PublishSnapshotInput {
   checksum: string;
   trainerStep: number;
   jobId?: string;
-}
-
-/** `opentinker://<team slug>/<adapter id>/sampler/<version>` (C2). */
-export function snapshotHandle(teamSlug: string, adapterId: string, version: number): string {
-  return `opentinker://${teamSlug}/${adapterId}/sampler/${version}`;
 }
 
 /**
@@ -34,7 +30,7 @@ export function publishSnapshot(db: Db, teamId: string, input: PublishSnapshotIn
         adapterId: adapter.id,
         jobId: input.jobId ?? null,
         version,
-        handle: snapshotHandle(adapter.team.slug, adapter.id, version),
+        handle: formatSamplerHandle({ team: adapter.team.slug, adapter: adapter.id, version }),
         path: input.path,
         checksum: input.checksum,
         trainerStep: input.trainerStep,

@@ -6,6 +6,7 @@ export { type AddonInfo, kernelInfo, setKernelThreads } from "@opentinker/kernel
 export * from "./base-model.ts";
 export * from "./clients/futures.ts";
 export * from "./clients/in-process.ts";
+export * from "./clients/training-client.ts";
 export * from "./model/index.ts";
 export type { LinearParams } from "./nn/linear.ts";
 export type { ModelParams, VisionParams } from "./nn/params.ts";
@@ -26,8 +27,10 @@ export {
 } from "./sampler/policy-pool.ts";
 export { AbortError, type SampleOptions, Sampler, type SamplerOptions } from "./sampler/sampler.ts";
 export { type SampledToken, sampleToken } from "./sampler/sampling.ts";
+export * from "./session/create-policy.ts";
+export * from "./session/policy-session.ts";
+export * from "./session/registry.ts";
 export * from "./snapshots/peft.ts";
-export * from "./snapshots/publish.ts";
 export * from "./snapshots/registry.ts";
 export * from "./snapshots/state.ts";
 export * from "./snapshots/store.ts";

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { readKernelsEnv } from "./env.ts";
 import type { NativeKernels } from "./native.ts";
 
 const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -13,7 +14,7 @@ const require = createRequire(import.meta.url);
  * OPENTINKER_KERNELS_ADDON names a specific build (e.g. build-noblas/…) instead.
  */
 function candidates(): string[] {
-  const chosen = process.env.OPENTINKER_KERNELS_ADDON;
+  const chosen = readKernelsEnv().OPENTINKER_KERNELS_ADDON;
   if (chosen) return [path.resolve(PACKAGE_DIR, chosen)];
   return [path.join(PACKAGE_DIR, "build", "Release", "opentinker_kernels.node")];
 }

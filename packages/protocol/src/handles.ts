@@ -67,6 +67,24 @@ export function parseStatePath(path: string): StatePath | null {
   return { team: match[1] as string, adapter: match[2] as string, name: match[3] as string };
 }
 
+/** A server-side job's checkpoint after `step` steps: how a resumed job finds where to go on from. */
+export interface JobCheckpointName {
+  jobId: string;
+  step: number;
+}
+
+const JOB_CHECKPOINT = /^job-(.+)-step-(0|[1-9][0-9]*)$/;
+
+export function formatJobCheckpointName(c: JobCheckpointName): string {
+  return `job-${c.jobId}-step-${c.step}`;
+}
+
+/** The job and step a checkpoint name stands for, or null when it is not a job's checkpoint. */
+export function parseJobCheckpointName(name: string): JobCheckpointName | null {
+  const match = JOB_CHECKPOINT.exec(name);
+  return match ? { jobId: match[1] as string, step: Number(match[2]) } : null;
+}
+
 /** What a sampling request names: a published snapshot, or the bare base model. Never weights. */
 export const ZPolicyRef = z.union([
   z.object({ handle: ZSamplerHandle }),

@@ -1,14 +1,13 @@
 // A job's environment as a dataset of seeded batches (packages/envs).
 
-import { arithmeticDataset, guessNumberDataset, type Split } from "@opentinker/envs";
+import { arithmeticDataset, guessNumberDataset, type TaskDatasetOptions } from "@opentinker/envs";
 import {
   type BuiltinEnvConfig,
   isAllowedRemoteHost,
-  remoteEnvHosts,
   ZBuiltinEnvConfig,
   ZBuiltinEnvironment,
 } from "@opentinker/protocol";
-import { type RendererTokenizer, type RlDataset, remoteEnvDataset } from "@opentinker/sdk";
+import { type RlDataset, remoteEnvDataset } from "@opentinker/sdk";
 
 export interface EnvironmentRow {
   kind: "BUILTIN" | "REMOTE";
@@ -17,20 +16,16 @@ export interface EnvironmentRow {
   config: unknown;
 }
 
-export interface DatasetShape {
-  tokenizer: RendererTokenizer;
-  split: Split;
-  seed: number;
-  batches: number;
-  groupsPerBatch: number;
-  groupSize: number;
-}
-
-export function environmentDataset(env: EnvironmentRow, shape: DatasetShape): RlDataset {
+/** `allowedHosts`: this worker's allow-list for remote environments (its OPENTINKER_REMOTE_ENV_HOSTS). */
+export function environmentDataset(
+  env: EnvironmentRow,
+  shape: TaskDatasetOptions,
+  allowedHosts: readonly string[],
+): RlDataset {
   if (env.kind === "REMOTE") {
     const url = env.url ?? "";
     // Checked again here: the allow-list may have changed since the environment was created.
-    if (!isAllowedRemoteHost(url, remoteEnvHosts(process.env)))
+    if (!isAllowedRemoteHost(url, allowedHosts))
       throw new RangeError(
         `remote environment ${url} is not on this worker's allow-list (OPENTINKER_REMOTE_ENV_HOSTS)`,
       );

@@ -4,12 +4,12 @@
 // the training state is checkpointed every `checkpointEvery` steps, so that a job
 // whose worker died resumes elsewhere from its last checkpoint.
 import { recordJobStep } from "@opentinker/db";
-import { ZEvalJobConfig, ZRlJobConfig, ZSftJobConfig } from "@opentinker/protocol";
-import { conversationToDatum, evaluate, trainRl, trainSft } from "@opentinker/sdk";
-import type { AdapterSession } from "../adapter-session.ts";
+import { type PolicySession, tokenizerOf } from "@opentinker/engine";
+import { formatJobCheckpointName, ZEvalJobConfig, ZRlJobConfig, ZSftJobConfig } from "@opentinker/protocol";
+import { conversationToDatum, evaluate, scoreStep, trainRl, trainSft } from "@opentinker/sdk";
 import type { EngineHost } from "../engine-host.ts";
 import { type EnvironmentRow, environmentDataset } from "./datasets.ts";
-import { JobTrainingClient, jobSampler, tokenizerOf } from "./job-clients.ts";
+import { jobSampler, jobTrainingClient } from "./job-clients.ts";
 import { trajectoryRows } from "./trajectories.ts";
 
 export interface RunnableJob {
@@ -23,7 +23,7 @@ export interface RunnableJob {
 export interface JobRun {
   host: EngineHost;
   job: RunnableJob;
-  session: AdapterSession;
+  session: PolicySession;
   /** The step to start at (0, or the step of the checkpoint resumed from). */
   startStep: number;
   /** True when the job should stop at the next step boundary (cancelled, draining). */
@@ -32,8 +32,10 @@ export interface JobRun {
   signal: AbortSignal;
 }
 
-/** A job's checkpoint after `step` steps; its name is how a resumed job finds it. */
-export const checkpointName = (jobId: string, step: number) => `job-${jobId}-step-${step}`;
+/** Checkpoints the job's progress after `step` steps (its name is how a resumed job finds it). */
+function saveProgress(run: JobRun, step: number) {
+  return run.session.checkpoint(formatJobCheckpointName({ jobId: run.job.id, step }), run.job.id);
+}
 
 function environmentOf(job: RunnableJob): EnvironmentRow {
   if (!job.environment) throw new RangeError(`job ${job.id} has no environment (RL and EVAL jobs need one)`);
@@ -43,17 +45,20 @@ function environmentOf(job: RunnableJob): EnvironmentRow {
 async function runRl(run: JobRun): Promise<void> {
   const { host, job, session } = run;
   const config = ZRlJobConfig.parse(job.config);
-  const tokenizer = tokenizerOf(host, session.adapter.baseModelId);
+  const tokenizer = tokenizerOf(session.policy.base);
   const shape = {
     tokenizer,
     seed: config.seed,
     groupsPerBatch: config.groupsPerStep,
     groupSize: config.groupSize,
   };
-  const client = new JobTrainingClient(host, session, job.id, run.signal);
   await trainRl({
-    trainingClient: client,
-    dataset: environmentDataset(environmentOf(job), { ...shape, split: "train", batches: config.steps }),
+    trainingClient: jobTrainingClient(host, session, job.id, run.signal),
+    dataset: environmentDataset(
+      environmentOf(job),
+      { ...shape, split: "train", batches: config.steps },
+      host.remoteEnvHosts,
+    ),
     lossFn: config.lossFn,
     adam: config.adam,
     sampling: config.sampling,
@@ -66,29 +71,24 @@ async function runRl(run: JobRun): Promise<void> {
       ? {
           validation: {
             every: config.validation.every,
-            dataset: environmentDataset(environmentOf(job), {
-              ...shape,
-              split: "validation",
-              batches: 1,
-              groupsPerBatch: config.validation.groups,
-              groupSize: 1,
-            }),
+            dataset: environmentDataset(
+              environmentOf(job),
+              {
+                ...shape,
+                split: "validation",
+                batches: 1,
+                groupsPerBatch: config.validation.groups,
+                groupSize: 1,
+              },
+              host.remoteEnvHosts,
+            ),
           },
         }
       : {}),
-    onStep: async (step, groups, record) => {
-      await recordJobStep(
-        host.db,
-        job,
-        step,
-        record,
-        trajectoryRows(groups, step, {
-          scaleByStd: config.scaleByStd,
-          dropConstantGroups: config.dropConstantGroups,
-        }),
-      );
+    onStep: async ({ step, record, trajectories }) => {
+      await recordJobStep(host.db, job, step, record, trajectoryRows(step, trajectories));
       if ((step + 1) % config.checkpointEvery === 0 || step + 1 === config.steps)
-        await session.saveState(checkpointName(job.id, step + 1), job.id);
+        await saveProgress(run, step + 1);
     },
   });
 }
@@ -96,10 +96,10 @@ async function runRl(run: JobRun): Promise<void> {
 async function runSft(run: JobRun): Promise<void> {
   const { host, job, session } = run;
   const config = ZSftJobConfig.parse(job.config);
-  const tokenizer = tokenizerOf(host, session.adapter.baseModelId);
+  const tokenizer = tokenizerOf(session.policy.base);
   const data = config.conversations.map((c) => conversationToDatum(tokenizer, c.messages));
   await trainSft({
-    trainingClient: new JobTrainingClient(host, session, job.id),
+    trainingClient: jobTrainingClient(host, session, job.id),
     data,
     epochs: config.epochs,
     batchSize: config.batchSize,
@@ -108,7 +108,7 @@ async function runSft(run: JobRun): Promise<void> {
     shouldStop: run.shouldStop,
     onStep: async (record) => {
       await recordJobStep(host.db, job, record.step, record, []);
-      await session.saveState(checkpointName(job.id, record.step + 1), job.id);
+      await saveProgress(run, record.step + 1);
     },
   });
 }
@@ -116,17 +116,17 @@ async function runSft(run: JobRun): Promise<void> {
 async function runEval(run: JobRun): Promise<void> {
   const { host, job, session } = run;
   const config = ZEvalJobConfig.parse(job.config);
-  const baseId = session.adapter.baseModelId;
-  const handle = config.handle ?? (await session.saveWeightsForSampler(job.id)).handle;
-  const sampler = await jobSampler(host, session.adapter, handle, run.signal);
-  const dataset = environmentDataset(environmentOf(job), {
-    tokenizer: tokenizerOf(host, baseId),
-    split: "validation",
+  const handle = config.handle ?? (await session.publish(job.id)).handle;
+  const sampler = await jobSampler(host, session, handle, run.signal);
+  const shape = {
+    tokenizer: tokenizerOf(session.policy.base),
+    split: "validation" as const,
     seed: config.seed,
     batches: 1,
     groupsPerBatch: config.groups,
     groupSize: config.groupSize,
-  });
+  };
+  const dataset = environmentDataset(environmentOf(job), shape, host.remoteEnvHosts);
   const result = await evaluate(sampler, dataset, {
     sampling: config.sampling,
     seed: config.seed,
@@ -134,7 +134,13 @@ async function runEval(run: JobRun): Promise<void> {
   });
   // Cut short: the job stops (or goes back to the queue) with nothing half evaluated stored.
   if (run.signal.aborted) return;
-  await recordJobStep(host.db, job, 0, result.metrics, trajectoryRows(result.groups, 0));
+  await recordJobStep(
+    host.db,
+    job,
+    0,
+    result.metrics,
+    trajectoryRows(0, scoreStep(result.groups, sampler.version).trajectories),
+  );
 }
 
 export function runJob(run: JobRun): Promise<void> {

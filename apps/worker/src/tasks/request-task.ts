@@ -1,9 +1,7 @@
-import { claimRequest, type Db, finishRequest, type Prisma } from "@opentinker/db";
+import { claimRequest, type Db, finishRequest, type Prisma, ZRequestTaskPayload } from "@opentinker/db";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { FollowUps } from "../queue.ts";
-
-const ZPayload = z.object({ requestId: z.string().min(1) });
 
 export type ClaimedRequest = Awaited<ReturnType<typeof claimRequest>>[number];
 
@@ -26,7 +24,7 @@ export function requestTask(
   followUps?: FollowUps,
 ): Task {
   return async (payload, helpers) => {
-    const { requestId } = ZPayload.parse(payload);
+    const { requestId } = ZRequestTaskPayload.parse(payload);
     const [request] = await claimRequest(db, requestId);
     if (!request) return; // already finished or cancelled
     let outcome: Parameters<typeof finishRequest>[2];

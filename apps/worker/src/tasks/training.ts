@@ -24,14 +24,16 @@ async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<P
     }
     case "OPTIM_STEP":
       return (await session.optimStep(ZOptimStepInput.parse(request.input).adam)) as Prisma.InputJsonValue;
-    case "SAVE_WEIGHTS_FOR_SAMPLER":
-      return session.saveWeightsForSampler();
+    case "SAVE_WEIGHTS_FOR_SAMPLER": {
+      const { handle, version } = await session.publish();
+      return { handle, version };
+    }
     case "SAVE_STATE": {
-      const saved = await session.saveState(ZSaveStateInput.parse(request.input).name);
+      const saved = await session.checkpoint(ZSaveStateInput.parse(request.input).name);
       return { path: saved.path };
     }
     case "LOAD_STATE":
-      await session.loadState(ZLoadStateInput.parse(request.input).path);
+      await session.restore(ZLoadStateInput.parse(request.input).path);
       return null;
     default:
       throw new RangeError(`request kind ${request.kind} is not a training call`);

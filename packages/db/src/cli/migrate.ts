@@ -4,12 +4,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { openDatabaseServer } from "../database-server.ts";
 import { describeDatabaseUrl } from "../database-url.ts";
+import { readDbEnv } from "../env.ts";
 import { migrate } from "../migrate.ts";
 
 const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
+const env = readDbEnv();
 const server = await openDatabaseServer({
-  url: process.env.DATABASE_URL || undefined,
-  dataDir: process.env.OPENTINKER_DATA_DIR || path.join(repoRoot, ".data"),
+  url: env.DATABASE_URL,
+  dataDir: env.OPENTINKER_DATA_DIR ?? path.join(repoRoot, ".data"),
 });
 try {
   const result = await migrate(server.url);

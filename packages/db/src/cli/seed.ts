@@ -3,12 +3,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDb } from "../client.ts";
 import { openDatabaseServer } from "../database-server.ts";
+import { readDbEnv } from "../env.ts";
 import { seed } from "../seed.ts";
 
 const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
+const env = readDbEnv();
 const server = await openDatabaseServer({
-  url: process.env.DATABASE_URL || undefined,
-  dataDir: process.env.OPENTINKER_DATA_DIR || path.join(repoRoot, ".data"),
+  url: env.DATABASE_URL,
+  dataDir: env.OPENTINKER_DATA_DIR ?? path.join(repoRoot, ".data"),
 });
 const db = createDb(server.url);
 try {

@@ -140,9 +140,11 @@ describe("in-process clients with images", () => {
   it("forward, forwardBackward, sample and computeLogprobs take image chunks end to end", async () => {
     const tc = await service.createLoraTrainingClient({ baseModel: "tiny-vl", rank: 4, seed: 3 });
     const data = [datum(image(1), [7, 8, 9]), datum(image(2), [70, 80, 90])];
+    // At 3e-2 the loss oscillates, and whether step 30 lands on the answers
+    // depended on the CPU's rounding; 1e-2 converges by step 10 and stays.
     for (let i = 0; i < 30; i++) {
       await tc.forwardBackward(data, "cross_entropy");
-      await tc.optimStep({ learningRate: 3e-2 });
+      await tc.optimStep({ learningRate: 1e-2 });
     }
     const forwarded = await (await tc.forward(data, "cross_entropy")).result();
     const sc = await tc.createSamplingClient();

@@ -1,35 +1,24 @@
 // In-process implementations of the protocol's client interfaces: a server-side
 // job runs the same RL / SFT loops as a user's script, without the network.
 import type {
-  AdamParamsInput,
   ApiFuture,
-  Datum,
-  ForwardBackwardOutput,
   LoraConfig,
-  LossFn,
-  LossFnConfig,
   ModelInput,
-  OptimStepOutput,
   SampleResponse,
   SamplingClient,
   SamplingParamsInput,
-  SavedState,
-  SavedWeights,
   ServiceClient,
   TextTokenizerLike,
-  TrainingClient,
 } from "@opentinker/protocol";
 import type { BaseModel } from "../base-model.ts";
-import { createFullPolicy } from "../policy/full-policy.ts";
-import { createLoraPolicy } from "../policy/lora-policy.ts";
-import type { Policy } from "../policy/policy.ts";
 import { BASE_KEY, type PolicySource, policyKey } from "../sampler/policy-pool.ts";
 import { type SampleOptions, Sampler, type SamplerOptions } from "../sampler/sampler.ts";
-import { loadState, saveState, saveWeightsForSampler } from "../snapshots/publish.ts";
+import { createPolicy, type PolicySpec } from "../session/create-policy.ts";
+import { PolicySession } from "../session/policy-session.ts";
+import { InMemoryPolicyRegistry } from "../session/registry.ts";
 import { InMemorySnapshotRegistry, type SnapshotRegistry } from "../snapshots/registry.ts";
-import { LocalSnapshotStore, type SnapshotStore, type StoredObject } from "../snapshots/store.ts";
-import { Trainer } from "../trainer/trainer.ts";
-import { OrderedQueue } from "./futures.ts";
+import { LocalSnapshotStore, type SnapshotStore } from "../snapshots/store.ts";
+import { InProcessTrainingClient, tokenizerOf } from "./training-client.ts";
 
 export interface InProcessOptions {
   /** Base models by name. */
@@ -41,17 +30,16 @@ export interface InProcessOptions {
   sampler?: Omit<SamplerOptions, "base" | "store" | "registry">;
 }
 
-function tokenizerOf(base: BaseModel): TextTokenizerLike {
-  if (!base.tokenizer) throw new Error(`base model ${base.name} has no tokenizer`);
-  return base.tokenizer;
-}
-
 let nextAdapter = 0;
 
 export class InProcessServiceClient implements ServiceClient {
   private readonly samplers = new Map<string, Sampler>();
+  /** Checkpoints in memory; snapshots go to the options' registry. */
+  private readonly policies: InMemoryPolicyRegistry;
 
-  constructor(private readonly options: InProcessOptions) {}
+  constructor(private readonly options: InProcessOptions) {
+    this.policies = new InMemoryPolicyRegistry(options.registry);
+  }
 
   /** A service over local snapshot files in `dir` and an in-memory registry (scripts, tests). */
   static local(
@@ -90,16 +78,8 @@ export class InProcessServiceClient implements ServiceClient {
   }
 
   async createLoraTrainingClient(config: LoraConfig): Promise<InProcessTrainingClient> {
-    const base = this.base(config.baseModel);
-    const policy = createLoraPolicy(base, {
-      rank: config.rank,
-      alpha: config.alpha ?? 32,
-      trainAttn: config.trainAttn ?? true,
-      trainMlp: config.trainMlp ?? true,
-      trainUnembed: config.trainUnembed ?? false,
-      seed: config.seed ?? 0,
-    });
-    return new InProcessTrainingClient(this, policy, config.baseModel, `adapter-${nextAdapter++}`);
+    const { baseModel, ...spec } = config;
+    return this.trainingClient(baseModel, { kind: "lora", ...spec }, `adapter-${nextAdapter++}`);
   }
 
   /**
@@ -107,8 +87,17 @@ export class InProcessServiceClient implements ServiceClient {
    * snapshot is a whole model, which the shared sampler serves beside the adapters.
    */
   async createFullTrainingClient(config: { baseModel: string }): Promise<InProcessTrainingClient> {
-    const policy = createFullPolicy(this.base(config.baseModel));
-    return new InProcessTrainingClient(this, policy, config.baseModel, `full-${nextAdapter++}`);
+    return this.trainingClient(config.baseModel, { kind: "full" }, `full-${nextAdapter++}`);
+  }
+
+  private async trainingClient(baseName: string, spec: PolicySpec, adapter: string) {
+    const policy = createPolicy(this.base(baseName), spec);
+    const where = { teamId: this.team, team: this.team, adapter };
+    const session = await PolicySession.open(policy, where, { store: this.store, registry: this.policies });
+    return new InProcessTrainingClient(session, {
+      sampling: async (handle) =>
+        new InProcessSamplingClient(this.samplerFor(baseName), handle, this.base(baseName)),
+    });
   }
 
   async createSamplingClient(policy: { handle: string } | { baseModel: string }): Promise<SamplingClient> {
@@ -135,86 +124,6 @@ export class InProcessServiceClient implements ServiceClient {
 
   get team(): string {
     return this.options.team;
-  }
-}
-
-export class InProcessTrainingClient implements TrainingClient {
-  private readonly queue = new OrderedQueue();
-  private readonly trainer: Trainer;
-  private readonly states = new Map<string, StoredObject>();
-
-  constructor(
-    private readonly service: InProcessServiceClient,
-    readonly policy: Policy,
-    private readonly baseName: string,
-    readonly adapterId: string,
-  ) {
-    this.trainer = new Trainer(policy);
-  }
-
-  private get where() {
-    return { team: this.service.team, adapter: this.adapterId };
-  }
-
-  async forward(
-    data: Datum[],
-    lossFn: LossFn,
-    config?: Partial<LossFnConfig>,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.queue.submit(() => this.trainer.forward(data, lossFn, config));
-  }
-
-  async forwardBackward(
-    data: Datum[],
-    lossFn: LossFn,
-    config?: Partial<LossFnConfig>,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.queue.submit(() => this.trainer.forwardBackward(data, lossFn, config));
-  }
-
-  async optimStep(adam?: AdamParamsInput): Promise<ApiFuture<OptimStepOutput>> {
-    return this.queue.submit(() => this.trainer.optimStep(adam));
-  }
-
-  async saveWeightsForSampler(_name: string): Promise<ApiFuture<SavedWeights>> {
-    return this.queue.submit(async () => {
-      const record = await saveWeightsForSampler(
-        this.policy,
-        this.service.store,
-        this.service.registry,
-        this.where,
-      );
-      return { handle: record.handle, version: record.version };
-    });
-  }
-
-  async saveState(name: string): Promise<ApiFuture<SavedState>> {
-    return this.queue.submit(async () => {
-      const stored = await saveState(this.policy, this.service.store, this.where, name);
-      this.states.set(stored.path, stored);
-      return { path: stored.path };
-    });
-  }
-
-  async loadState(path: string): Promise<ApiFuture<void>> {
-    return this.queue.submit(async () => {
-      const stored = this.states.get(path);
-      if (!stored) throw new RangeError(`loadState: no saved state at ${path} for this client`);
-      await loadState(this.policy, this.service.store, stored);
-    });
-  }
-
-  async createSamplingClient(handle?: string): Promise<SamplingClient> {
-    const resolved = handle ?? (await (await this.saveWeightsForSampler("latest")).result()).handle;
-    return new InProcessSamplingClient(
-      this.service.samplerFor(this.baseName),
-      resolved,
-      this.service.base(this.baseName),
-    );
-  }
-
-  getTokenizer(): TextTokenizerLike {
-    return tokenizerOf(this.policy.base);
   }
 }
 

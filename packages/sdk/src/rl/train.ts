@@ -14,15 +14,21 @@ import type { RlDataset } from "../env/types.ts";
 import type { MetricsRecord, MetricsSink } from "../metrics/sink.ts";
 import { rolloutGroups } from "../rollout/rollout.ts";
 import { type Trajectory, type TrajectoryGroup, totalReward } from "../rollout/trajectory.ts";
-import { type AdvantageOptions, groupAdvantages } from "./advantages.ts";
-import { type DatumOptions, trajectoryDatums } from "./datums.ts";
+import type { AdvantageOptions } from "./advantages.ts";
+import type { DatumOptions } from "./datums.ts";
 import { applyKlPenalty, type KlPenalty } from "./kl.ts";
+import type { StalenessPolicy } from "./staleness.ts";
+import { type StepTrajectory, scoreStep } from "./step-trajectories.ts";
 
-export interface StalenessPolicy {
-  /** Trajectories more than this many versions behind the trainer … */
-  maxStaleness: number;
-  /** … are dropped, or kept and importance-corrected by the loss's ratio. */
-  mode: "drop" | "correct";
+export { applyStaleness, type StalenessPolicy } from "./staleness.ts";
+
+/** One RL step as the loop ran it. */
+export interface RlStep {
+  step: number;
+  groups: TrajectoryGroup[];
+  record: MetricsRecord;
+  /** Every trajectory of the step with the datums it was trained on (what a server stores). */
+  trajectories: StepTrajectory[];
 }
 
 export interface TrainRlConfig {
@@ -47,10 +53,10 @@ export interface TrainRlConfig {
   /** Resume at this step (the training client already holds the state it reached). */
   startStep?: number;
   /**
-   * Called after each step with its rollouts and metrics, and awaited, so a
-   * server can store them before the next step begins.
+   * Called after each step with its rollouts, what they were trained on and its
+   * metrics, and awaited, so a server can store them before the next step begins.
    */
-  onStep?: (step: number, groups: TrajectoryGroup[], record: MetricsRecord) => Promise<void>;
+  onStep?: (result: RlStep) => Promise<void>;
   /** Asked before each step; true ends the run early (cancelled, or the worker drains). */
   shouldStop?: () => boolean | Promise<boolean>;
   /**
@@ -58,20 +64,6 @@ export interface TrainRlConfig {
    * of that step is trained or stored (the run ends as if stopped before it).
    */
   signal?: AbortSignal;
-}
-
-/**
- * C4: a trajectory from version v trained at version t has staleness t − v; past
- * maxStaleness it is dropped, or kept for the loss's importance ratio to correct.
- */
-export function applyStaleness(
-  trajectoryVersion: number,
-  trainerVersion: number,
-  policy: StalenessPolicy | undefined,
-): { staleness: number; keep: boolean } {
-  const staleness = trainerVersion - trajectoryVersion;
-  const keep = !policy || staleness <= policy.maxStaleness || policy.mode === "correct";
-  return { staleness, keep };
 }
 
 export interface SyncedSampler {
@@ -144,42 +136,28 @@ async function publish(tc: TrainingClient): Promise<SyncedSampler> {
 /**
  * One training step on rollout groups: advantages, the staleness rule against
  * `trainerVersion`, datums, forwardBackward and optimStep. Returns the step's
- * metrics and whether anything was trained.
+ * metrics, whether anything was trained, and every trajectory with its datums.
  */
 export async function trainOnGroups(
   config: TrainRlConfig,
   groups: TrajectoryGroup[],
   trainerVersion: number,
-): Promise<{ record: MetricsRecord; trained: boolean }> {
+): Promise<{ record: MetricsRecord; trained: boolean; trajectories: StepTrajectory[] }> {
   const tc = config.trainingClient;
   const record: MetricsRecord = { ...rewardStats(groups, "") };
-  let maxStaleness = 0;
-  let dropped = 0;
-  const datums = groups.flatMap((group) =>
-    groupAdvantages(group, config.advantages).flatMap((scored) => {
-      const { staleness, keep } = applyStaleness(
-        scored.trajectory.policyVersion,
-        trainerVersion,
-        config.staleness,
-      );
-      maxStaleness = Math.max(maxStaleness, staleness);
-      if (!keep) {
-        dropped++;
-        return [];
-      }
-      return trajectoryDatums(scored, config.datums);
-    }),
-  );
-  record["staleness/max"] = maxStaleness;
-  record["trajectories/dropped_stale"] = dropped;
+  const scored = scoreStep(groups, trainerVersion, config);
+  const { trajectories } = scored;
+  const datums = trajectories.flatMap((t) => (t.trained ? t.datums : []));
+  record["staleness/max"] = scored.maxStaleness;
+  record["trajectories/dropped_stale"] = scored.dropped;
   record["datums/count"] = datums.length;
-  if (datums.length === 0) return { record, trained: false };
+  if (datums.length === 0) return { record, trained: false, trajectories };
   if (config.klPenalty) record["kl/mean"] = await applyKlPenalty(datums, config.klPenalty);
   const fb = await tc.forwardBackward(datums, config.lossFn, config.lossFnConfig);
   const opt = await tc.optimStep(config.adam);
   for (const [k, v] of Object.entries((await fb.result()).metrics)) record[k.replace(":", "/")] = v;
   for (const [k, v] of Object.entries((await opt.result()).metrics)) record[k.replace(":", "/")] = v;
-  return { record, trained: true };
+  return { record, trained: true, trajectories };
 }
 
 /** Trains through the whole dataset; returns every step's metrics. */
@@ -199,7 +177,7 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
     });
     // Cut short: this step's episodes are incomplete, so none of it is trained or stored.
     if (config.signal?.aborted) break;
-    const { record, trained } = await trainOnGroups(config, groups, sampler.version);
+    const { record, trained, trajectories } = await trainOnGroups(config, groups, sampler.version);
     record.step = step;
     // Sync point: the next rollout window samples the new snapshot.
     if (trained) sampler = await publish(tc);
@@ -213,7 +191,7 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
       // The step itself was trained; an interrupted validation is left out rather than recorded half done.
       if (!config.signal?.aborted) Object.assign(record, validation.metrics, { step });
     }
-    await config.onStep?.(step, groups, record);
+    await config.onStep?.({ step, groups, record, trajectories });
     config.sink?.write(record);
     history.push(record);
   }

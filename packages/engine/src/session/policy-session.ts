@@ -1,0 +1,130 @@
+// One policy's lifecycle (C1, C2): train → publish → checkpoint → restore. The
+// in-process clients and the worker both run their policies through this; each
+// supplies only where objects go (a SnapshotStore) and where they are recorded
+// (a PolicyRegistry). Nothing is half-written: an object whose record fails is
+// deleted again.
+import { randomBytes } from "node:crypto";
+import {
+  type AdamParamsInput,
+  type Datum,
+  type ForwardBackwardOutput,
+  formatStatePath,
+  type LossFn,
+  type LossFnConfig,
+  type OptimStepOutput,
+  parseStatePath,
+  type SavedWeights,
+} from "@opentinker/protocol";
+import type { Policy } from "../policy/policy.ts";
+import { snapshotFiles } from "../snapshots/peft.ts";
+import { restoreState, stateFiles } from "../snapshots/state.ts";
+import type { SnapshotStore } from "../snapshots/store.ts";
+import { Trainer } from "../trainer/trainer.ts";
+import type { PolicyLocation, PolicyRegistry, RecordedObject, StoredRef } from "./registry.ts";
+
+export interface SessionBacking {
+  store: SnapshotStore;
+  registry: PolicyRegistry;
+}
+
+export interface SavedCheckpoint {
+  /** The opaque state path a client hands back to restore it. */
+  path: string;
+  step: number;
+}
+
+export class PolicySession {
+  private readonly trainer: Trainer;
+
+  private constructor(
+    readonly policy: Policy,
+    readonly where: PolicyLocation,
+    private readonly backing: SessionBacking,
+  ) {
+    this.trainer = new Trainer(policy);
+  }
+
+  /** A session over `policy`, restored from its newest checkpoint when it has one. */
+  static async open(policy: Policy, where: PolicyLocation, backing: SessionBacking): Promise<PolicySession> {
+    const session = new PolicySession(policy, where, backing);
+    const latest = await backing.registry.latestCheckpoint(where);
+    if (latest) await session.restoreFrom(latest);
+    return session;
+  }
+
+  forward(data: Datum[], lossFn: LossFn, config?: Partial<LossFnConfig>): ForwardBackwardOutput {
+    return this.trainer.forward(data, lossFn, config);
+  }
+
+  forwardBackward(data: Datum[], lossFn: LossFn, config?: Partial<LossFnConfig>): ForwardBackwardOutput {
+    return this.trainer.forwardBackward(data, lossFn, config);
+  }
+
+  async optimStep(adam?: AdamParamsInput): Promise<OptimStepOutput> {
+    const output = this.trainer.optimStep(adam);
+    await this.backing.registry.recordStep(this.where, this.policy.step);
+    return output;
+  }
+
+  /** Publishes the weights as they are now as the policy's next immutable version. */
+  async publish(jobId?: string): Promise<SavedWeights> {
+    const files = snapshotFiles(this.policy);
+    return this.write("sampler", `step-${this.policy.step}`, files, jobId, (saved) =>
+      this.backing.registry.publishSnapshot(this.where, saved),
+    );
+  }
+
+  /** Checkpoints weights, AdamW moments and step under a name unique to the policy. */
+  async checkpoint(name: string, jobId?: string): Promise<SavedCheckpoint> {
+    const { registry } = this.backing;
+    if (await registry.hasCheckpoint(this.where, name))
+      throw new RangeError(
+        `saveState: adapter ${this.where.adapter} already has a checkpoint named "${name}"`,
+      );
+    const files = stateFiles(this.policy);
+    await this.write("state", name, files, jobId, (saved) =>
+      registry.recordCheckpoint(this.where, name, saved),
+    );
+    return { path: this.statePath(name), step: this.policy.step };
+  }
+
+  /** What checkpoint returns for this policy's checkpoint `name`. */
+  statePath(name: string): string {
+    return formatStatePath({ team: this.where.team, adapter: this.where.adapter, name });
+  }
+
+  /** Restores one of this policy's own checkpoints, named by the path checkpoint returned. */
+  async restore(path: string): Promise<void> {
+    const state = parseStatePath(path);
+    const own = state?.team === this.where.team && state.adapter === this.where.adapter;
+    const stored = own ? await this.backing.registry.findCheckpoint(this.where, state.name) : null;
+    if (!stored) throw new RangeError(`loadState: checkpoint ${path} not found`);
+    await this.restoreFrom(stored);
+    await this.backing.registry.recordStep(this.where, this.policy.step);
+  }
+
+  /** Its checksum verified; a mismatch changes nothing. */
+  private async restoreFrom(stored: StoredRef): Promise<void> {
+    restoreState(this.policy, await this.backing.store.get(stored.path, stored.checksum), stored.path);
+  }
+
+  /** Writes an object under a fresh key, then records it; a failed record deletes the object. */
+  private async write<T>(
+    kind: "sampler" | "state",
+    name: string,
+    files: Map<string, Uint8Array>,
+    jobId: string | undefined,
+    record: (saved: RecordedObject) => Promise<T>,
+  ): Promise<T> {
+    const { teamId, adapter } = this.where;
+    const key = `${teamId}/${adapter}/${kind}/${name}-${randomBytes(4).toString("hex")}`;
+    const stored = await this.backing.store.put(key, files);
+    try {
+      const saved = { stored, trainerStep: this.policy.step, baseModel: this.policy.base.name };
+      return await record(jobId ? { ...saved, jobId } : saved);
+    } catch (error) {
+      await this.backing.store.delete(stored.path);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,93 @@
+// What a PolicySession records of the objects it writes to the store: published
+// snapshots, named checkpoints and the trainer step. The worker's registry is
+// Postgres (every query within the policy's team); scripts and tests keep it in
+// memory over a SnapshotRegistry.
+import type { SavedWeights } from "@opentinker/protocol";
+import type { SnapshotRegistry } from "../snapshots/registry.ts";
+import type { StoredObject } from "../snapshots/store.ts";
+
+/** Whose policy a session trains. */
+export interface PolicyLocation {
+  /** The owning team's id: every record is filed and looked up under it. */
+  teamId: string;
+  /** The team as handles and state paths name it (its slug). */
+  team: string;
+  adapter: string;
+}
+
+/** What restoring a stored object needs: where it is and its checksum. */
+export type StoredRef = Pick<StoredObject, "path" | "checksum">;
+
+/** An object the session wrote, with what it was written from. */
+export interface RecordedObject {
+  stored: StoredObject;
+  trainerStep: number;
+  /** The base model the policy trains over. */
+  baseModel: string;
+  /** The server-side job that wrote it, if any (retention and resume go by it). */
+  jobId?: string;
+}
+
+export interface PolicyRegistry {
+  /** Publishes a written snapshot as the policy's next immutable version. */
+  publishSnapshot(where: PolicyLocation, snapshot: RecordedObject): Promise<SavedWeights>;
+  /** Whether the policy already has a checkpoint named `name`. */
+  hasCheckpoint(where: PolicyLocation, name: string): Promise<boolean>;
+  recordCheckpoint(where: PolicyLocation, name: string, checkpoint: RecordedObject): Promise<void>;
+  /** The policy's own checkpoint named `name`, or null. */
+  findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null>;
+  /** The policy's newest checkpoint (restored when a session opens), or null. */
+  latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null>;
+  /** The trainer step changed (an optimizer step, a restore): a durable registry writes it down. */
+  recordStep(where: PolicyLocation, step: number): Promise<void>;
+}
+
+/** Checkpoints in memory, snapshots published to a SnapshotRegistry (in-process clients). */
+export class InMemoryPolicyRegistry implements PolicyRegistry {
+  /** Per policy, its checkpoints by name, in the order they were saved. */
+  private readonly checkpoints = new Map<string, Map<string, RecordedObject>>();
+
+  constructor(private readonly snapshots: SnapshotRegistry) {}
+
+  private of(where: PolicyLocation): Map<string, RecordedObject> {
+    const key = `${where.teamId}/${where.adapter}`;
+    let named = this.checkpoints.get(key);
+    if (!named) {
+      named = new Map();
+      this.checkpoints.set(key, named);
+    }
+    return named;
+  }
+
+  async publishSnapshot(where: PolicyLocation, s: RecordedObject): Promise<SavedWeights> {
+    const record = await this.snapshots.publish(
+      where.team,
+      where.adapter,
+      s.stored,
+      s.trainerStep,
+      s.baseModel,
+    );
+    return { handle: record.handle, version: record.version };
+  }
+
+  async hasCheckpoint(where: PolicyLocation, name: string): Promise<boolean> {
+    return this.of(where).has(name);
+  }
+
+  async recordCheckpoint(where: PolicyLocation, name: string, checkpoint: RecordedObject): Promise<void> {
+    this.of(where).set(name, checkpoint);
+  }
+
+  async findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null> {
+    return this.of(where).get(name)?.stored ?? null;
+  }
+
+  /** The highest step's, the newest among equals (as the worker's registry orders them). */
+  async latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null> {
+    let latest: RecordedObject | null = null;
+    for (const c of this.of(where).values()) if (!latest || c.trainerStep >= latest.trainerStep) latest = c;
+    return latest?.stored ?? null;
+  }
+
+  async recordStep(): Promise<void> {}
+}
