@@ -12,6 +12,7 @@ import { createApiKey, createTeam, RequestWaiter, registerBaseModel } from "@ope
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
 import { describeBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+import { readWebEnv } from "../../apps/web/src/env.ts";
 import { AccessWatch } from "../../apps/web/src/server/api/access.ts";
 import { createRequestListener } from "../../apps/web/src/server/http.ts";
 
@@ -64,7 +65,16 @@ export class ControlPlane {
     const waiter = new RequestWaiter(t.db, t.url);
     const access = new AccessWatch(t.url);
     await access.start();
-    const server = createServer(createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET }));
+    // Settings as the web process reads them at start (a test sets its allow-list before).
+    const env = readWebEnv({
+      ...process.env,
+      DATABASE_URL: t.url,
+      OPENTINKER_SESSION_SECRET: SESSION_SECRET,
+    });
+    const remoteEnvHosts = env.OPENTINKER_REMOTE_ENV_HOSTS;
+    const server = createServer(
+      createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET, remoteEnvHosts }),
+    );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     return new ControlPlane(t, dir, url, server, waiter, access);

@@ -1,3 +1,4 @@
+import { parseHostList } from "@opentinker/protocol";
 import { z } from "zod";
 
 // The web process's whole configuration, read once from the environment.
@@ -12,6 +13,8 @@ const ZWebEnv = z.object({
     .enum(["0", "1"])
     .default("0")
     .transform((v) => v === "1"),
+  /** Hosts (host or host:port, comma-separated) that remote environments may be on; none by default. */
+  OPENTINKER_REMOTE_ENV_HOSTS: z.string().default("").transform(parseHostList),
 });
 
 export type WebEnv = z.infer<typeof ZWebEnv>;

@@ -1,7 +1,9 @@
 import { modelLimitsSelect } from "./base-models.ts";
-import type { DbTx } from "./client.ts";
+import type { Db, DbTx } from "./client.ts";
+import { QuotaExceededError, UnknownTeamError } from "./errors.ts";
 import type { AdapterKind } from "./generated/prisma/client.ts";
 import { adapterSelect } from "./selects.ts";
+import { lockTeam } from "./team-lock.ts";
 
 export interface CreateAdapterInput {
   name: string;
@@ -15,11 +17,42 @@ export interface CreateAdapterInput {
   seed?: number;
 }
 
+/** What a team asks for: the base model by name. */
+export interface NewAdapterInput extends Omit<CreateAdapterInput, "baseModelId"> {
+  baseModel: string;
+}
+
 export function createAdapter(db: DbTx, teamId: string, input: CreateAdapterInput) {
   if (input.kind === "LORA" && (input.rank === undefined || input.rank < 1)) {
     throw new RangeError(`createAdapter: a LORA adapter needs rank >= 1 (got ${input.rank})`);
   }
   return db.adapter.create({ data: { ...input, teamId }, select: adapterSelect });
+}
+
+/**
+ * Creates an adapter of the team within its maxAdapters quota. Concurrent
+ * creations of one team are serialised, so the quota holds exactly; a FULL
+ * adapter has no rank or alpha.
+ */
+export async function createAdapterWithinQuota(db: Db, teamId: string, input: NewAdapterInput) {
+  const { baseModel, ...fields } = input;
+  const base = await db.baseModel.findUnique({ where: { name: baseModel }, select: { id: true } });
+  if (!base) throw new RangeError(`baseModel: unknown base model "${baseModel}"`);
+  return db.$transaction(async (tx) => {
+    await lockTeam(tx, "adapters", teamId);
+    const team = await tx.team.findUnique({ where: { id: teamId }, select: { maxAdapters: true } });
+    if (!team) throw new UnknownTeamError(`team ${teamId} no longer exists`);
+    const count = await tx.adapter.count({ where: { teamId, status: "ACTIVE" } });
+    if (count >= team.maxAdapters)
+      throw new QuotaExceededError(
+        `quota exceeded: the team has ${count} adapters (maxAdapters is ${team.maxAdapters})`,
+      );
+    return createAdapter(tx, teamId, {
+      ...fields,
+      baseModelId: base.id,
+      ...(fields.kind === "FULL" ? { rank: undefined, alpha: undefined } : {}),
+    });
+  });
 }
 
 export function listAdapters(db: DbTx, teamId: string) {

@@ -26,8 +26,24 @@ export function registerBaseModel(db: DbTx, input: BaseModelInput) {
   return db.baseModel.upsert({ where: { name: input.name }, create: input, update: input });
 }
 
+/** What the API shows of a base model (not where its files are). */
+export const baseModelSelect = {
+  id: true,
+  name: true,
+  architecture: true,
+  vocabSize: true,
+  contextLength: true,
+  visionLanguage: true,
+  imageTokens: true,
+} as const;
+
 export function listBaseModels(db: DbTx) {
-  return db.baseModel.findMany({ orderBy: { name: "asc" } });
+  return db.baseModel.findMany({ orderBy: { name: "asc" }, select: baseModelSelect });
+}
+
+/** A base model by name (with where its files are), or null. */
+export function getBaseModel(db: DbTx, name: string) {
+  return db.baseModel.findUnique({ where: { name } });
 }
 
 export function getBaseModelLimits(db: DbTx, name: string) {

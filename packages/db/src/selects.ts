@@ -39,6 +39,7 @@ export const adapterSelect = {
   step: true,
   createdAt: true,
   updatedAt: true,
+  baseModel: { select: { name: true } },
 } as const;
 
 export const snapshotSelect = {
@@ -81,4 +82,22 @@ export const workerSelect = {
   status: true,
   startedAt: true,
   heartbeatAt: true,
+} as const;
+
+export const environmentSelect = {
+  id: true,
+  teamId: true,
+  name: true,
+  kind: true,
+  builtin: true,
+  url: true,
+  config: true,
+  createdAt: true,
+} as const;
+
+export const checkpointSelect = {
+  name: true,
+  step: true,
+  sizeBytes: true,
+  createdAt: true,
 } as const;

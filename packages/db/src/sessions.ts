@@ -51,3 +51,16 @@ export async function switchSessionTeam(db: DbTx, sessionId: string, teamId: str
 export async function endSession(db: DbTx, sessionId: string): Promise<void> {
   await db.session.deleteMany({ where: { id: sessionId } });
 }
+
+/** A user with the teams they belong to and their role in each (what the dashboard's session shows). */
+export function userWithTeams(db: DbTx, userId: string) {
+  return db.user.findUnique({
+    where: { id: userId },
+    select: {
+      id: true,
+      email: true,
+      name: true,
+      memberships: { select: { role: true, team: { select: { id: true, slug: true, name: true } } } },
+    },
+  });
+}

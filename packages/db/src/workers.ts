@@ -30,6 +30,11 @@ export async function markWorkerOffline(db: DbTx, workerId: string): Promise<voi
   await db.worker.updateMany({ where: { id: workerId }, data: { status: "OFFLINE" } });
 }
 
+/** The workers not written off, oldest first, with how many adapters each holds. */
 export function listWorkers(db: DbTx) {
-  return db.worker.findMany({ select: workerSelect, orderBy: { startedAt: "desc" } });
+  return db.worker.findMany({
+    where: { status: { not: "OFFLINE" } },
+    orderBy: { startedAt: "asc" },
+    select: { ...workerSelect, _count: { select: { adapters: true } } },
+  });
 }

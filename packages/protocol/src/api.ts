@@ -11,6 +11,7 @@ import {
   ZOptimStepOutput,
 } from "./losses.ts";
 import { ZModelInput } from "./model-input.ts";
+import { idRequest } from "./resources.ts";
 import { ZSampleResponse, ZSamplingParams } from "./sampling.ts";
 
 const ZId = z.string().min(1).max(64);
@@ -56,6 +57,15 @@ export const ZFutureState = z.object({
   error: z.string().nullable(),
 });
 export type FutureState = z.infer<typeof ZFutureState>;
+
+export const ZFutureIdRequest = idRequest("requestId");
+
+/** The longest a single wait call holds the connection; clients wait again. */
+export const MAX_FUTURE_WAIT_MS = 60_000;
+
+export const ZWaitFutureRequest = ZFutureIdRequest.extend({
+  timeoutMs: z.number().int().min(0).max(MAX_FUTURE_WAIT_MS).default(30_000),
+});
 
 /**
  * Optional on every call: wait up to this long for the result before

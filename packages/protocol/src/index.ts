@@ -1,4 +1,6 @@
+export * from "./adapters.ts";
 export * from "./api.ts";
+export * from "./api-keys.ts";
 export * from "./checks.ts";
 export * from "./clients.ts";
 export * from "./datum.ts";
@@ -6,6 +8,9 @@ export * from "./handles.ts";
 export * from "./jobs.ts";
 export * from "./losses.ts";
 export * from "./model-input.ts";
+export * from "./models.ts";
+export * from "./random.ts";
 export * from "./remote-env.ts";
+export * from "./resources.ts";
 export * from "./sampling.ts";
 export * from "./tensor.ts";

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { ZSamplerHandle } from "./handles.ts";
 import { ZAdamParams } from "./losses.ts";
+import { idRequest } from "./resources.ts";
 
 /** Built-in environments a server-side job can run (packages/envs). */
 export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number"] as const;
@@ -215,3 +216,65 @@ export const ZJobRequest = z
     config: configByKind([ZRlJobConfig, ZSftJobConfig, ZEvalJobConfig]),
   })
   .superRefine(delegate(ZJobInput));
+
+export const ZEnvironmentIdRequest = idRequest("environmentId");
+
+/** An environment as the API shows it. */
+export const ZEnvironment = z.object({
+  id: z.string(),
+  name: z.string(),
+  kind: z.enum(["BUILTIN", "REMOTE"]),
+  builtin: z.string().nullable(),
+  url: z.string().nullable(),
+  config: z.record(z.string(), z.unknown()),
+  createdAt: z.string(),
+});
+export type EnvironmentInfo = z.infer<typeof ZEnvironment>;
+
+export const ZJobIdRequest = idRequest("jobId");
+
+/** A job as the API shows it. */
+export const ZJob = z.object({
+  id: z.string(),
+  adapterId: z.string(),
+  environmentId: z.string().nullable(),
+  kind: z.enum(["SFT", "RL", "EVAL"]),
+  config: z.record(z.string(), z.unknown()),
+  status: z.enum(["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]),
+  step: z.number(),
+  error: z.string().nullable(),
+  cancelRequested: z.boolean(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+});
+export type JobInfo = z.infer<typeof ZJob>;
+
+export const ZJobMetricsRequest = ZJobIdRequest.extend({ sinceStep: z.number().int().min(0).default(0) });
+export const ZJobMetric = z.object({ step: z.number(), name: z.string(), value: z.number() });
+
+export const ZJobTrajectoriesRequest = ZJobIdRequest.extend({
+  step: z.number().int().min(0),
+  decode: z.boolean().default(false),
+});
+
+/** A stored trajectory of a job's step. */
+export const ZTrajectory = z.object({
+  id: z.string(),
+  step: z.number(),
+  groupIndex: z.number(),
+  sampleIndex: z.number(),
+  player: z.number(),
+  snapshotVersion: z.number(),
+  staleness: z.number(),
+  status: z.enum(["OK", "FAILED"]),
+  failureReason: z.string().nullable(),
+  reward: z.number(),
+  tokens: z.array(z.number()),
+  /** With decode: each token as text. */
+  pieces: z.array(z.string()).optional(),
+  mask: z.array(z.number()),
+  logprobs: z.array(z.number()),
+  advantages: z.array(z.number()),
+});
+export type TrajectoryInfo = z.infer<typeof ZTrajectory>;

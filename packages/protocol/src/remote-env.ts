@@ -45,10 +45,15 @@ export function isAllowedRemoteHost(url: string, allowed: readonly string[]): bo
   return hosts.includes(parsed.host.toLowerCase()) || hosts.includes(parsed.hostname.toLowerCase());
 }
 
-/** OPENTINKER_REMOTE_ENV_HOSTS as a list. */
-export function remoteEnvHosts(env: Record<string, string | undefined>): string[] {
-  return (env.OPENTINKER_REMOTE_ENV_HOSTS ?? "")
+/** A comma-separated allow-list (OPENTINKER_REMOTE_ENV_HOSTS) as a list. */
+export function parseHostList(text: string): string[] {
+  return text
     .split(",")
     .map((h) => h.trim())
     .filter(Boolean);
+}
+
+/** OPENTINKER_REMOTE_ENV_HOSTS as a list. */
+export function remoteEnvHosts(env: Record<string, string | undefined>): string[] {
+  return parseHostList(env.OPENTINKER_REMOTE_ENV_HOSTS ?? "");
 }

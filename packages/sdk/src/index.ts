@@ -8,6 +8,7 @@ export * from "./render/chat-renderer.ts";
 export * from "./rl/advantages.ts";
 export * from "./rl/datums.ts";
 export * from "./rl/kl.ts";
+export * from "./rl/step-trajectories.ts";
 export * from "./rl/train.ts";
 export * from "./rollout/rollout.ts";
 export * from "./rollout/trajectory.ts";

@@ -1,10 +1,10 @@
 "use client";
 
+import type { AppRouter } from "@opentinker/api";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { createTRPCClient, httpBatchLink } from "@trpc/client";
 import { type ReactNode, useState } from "react";
 import { TRPCProvider } from "../lib/trpc.ts";
-import type { AppRouter } from "../server/trpc/router.ts";
 
 export function Providers({ children }: { children: ReactNode }) {
   const [queryClient] = useState(

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
       waiter,
       sessionSecret: env.OPENTINKER_SESSION_SECRET,
       secureCookies: env.OPENTINKER_SECURE_COOKIES,
+      remoteEnvHosts: env.OPENTINKER_REMOTE_ENV_HOSTS,
       pages: (req, res) => handle(req, res),
     }),
   );

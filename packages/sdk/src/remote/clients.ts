@@ -2,6 +2,7 @@
 // API: the same RL and SFT loops run against a server as in-process.
 import {
   type AdamParamsInput,
+  type AdapterInfo,
   type ApiFuture,
   type Datum,
   type ForwardBackwardOutput,
@@ -18,25 +19,15 @@ import {
   type SavedState,
   type SavedWeights,
   type ServiceClient,
+  type SnapshotInfo,
   type TextTokenizerLike,
+  type TokenizerFiles,
   type TrainingClient,
 } from "@opentinker/protocol";
 import { createTextTokenizer, type TextTokenizer } from "@opentinker/tokenizer";
 import type { z } from "zod";
 import { Api, type RemoteOptions } from "./api.ts";
 import { RemoteFuture } from "./future.ts";
-
-interface AdapterInfo {
-  id: string;
-  name: string;
-  baseModel: string;
-}
-
-interface TokenizerFiles {
-  tokenizerJson: unknown;
-  tokenizerConfig: unknown;
-  chatTemplate: string | null;
-}
 
 export class RemoteServiceClient implements ServiceClient {
   readonly api: Api;
@@ -101,7 +92,7 @@ export class RemoteServiceClient implements ServiceClient {
         await this.tokenizer(policy.baseModel),
       );
     // Resolved by the server within the key's team: another team's handle answers as an unknown one.
-    const snapshot = await this.api.request<{ baseModel: string }>(
+    const snapshot = await this.api.request<SnapshotInfo>(
       "GET",
       `/v1/snapshots/lookup?handle=${encodeURIComponent(policy.handle)}`,
     );
@@ -137,29 +128,25 @@ export class RemoteTrainingClient implements TrainingClient {
     return submit(this.service.api, `/v1/training/${route}`, { adapterId: this.adapterId, ...body }, output);
   }
 
-  forward(
+  /** A forward pass over datums, with (forward-backward) or without (forward) the backward pass. */
+  private pass(
+    route: "forward" | "forward-backward",
     data: Datum[],
     lossFn: LossFn,
-    lossFnConfig?: Partial<LossFnConfig>,
+    lossFnConfig: Partial<LossFnConfig> | undefined,
   ): Promise<ApiFuture<ForwardBackwardOutput>> {
     return this.call(
-      "forward",
-      { data, lossFn, ...(lossFnConfig ? { lossFnConfig } : {}) },
-      REQUEST_OUTPUTS.FORWARD,
-    );
-  }
-
-  forwardBackward(
-    data: Datum[],
-    lossFn: LossFn,
-    lossFnConfig?: Partial<LossFnConfig>,
-  ): Promise<ApiFuture<ForwardBackwardOutput>> {
-    return this.call(
-      "forward-backward",
+      route,
       { data, lossFn, ...(lossFnConfig ? { lossFnConfig } : {}) },
       REQUEST_OUTPUTS.FORWARD_BACKWARD,
     );
   }
+
+  readonly forward: TrainingClient["forward"] = (data, lossFn, lossFnConfig) =>
+    this.pass("forward", data, lossFn, lossFnConfig);
+
+  readonly forwardBackward: TrainingClient["forwardBackward"] = (data, lossFn, lossFnConfig) =>
+    this.pass("forward-backward", data, lossFn, lossFnConfig);
 
   optimStep(adam?: AdamParamsInput): Promise<ApiFuture<OptimStepOutput>> {
     return this.call("optim-step", adam ? { adam } : {}, REQUEST_OUTPUTS.OPTIM_STEP);

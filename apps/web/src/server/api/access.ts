@@ -3,9 +3,9 @@
 // Session, fired by revoke, sign-out, a removed membership or a deleted team).
 // Cached keys are forgotten at once, and subscribers (the realtime relay) drop
 // the connections that acted for them.
+import type { Caller } from "@opentinker/api";
 import { ACCESS_CHANNEL, PgListener } from "@opentinker/db";
 import { z } from "zod";
-import type { Caller } from "../trpc/init.ts";
 import { forgetAuthenticatedKeys } from "./context.ts";
 
 const ZRevocation = z.union([

@@ -9,6 +9,7 @@ import {
   sessionCaller,
   signIn,
   switchSessionTeam,
+  userWithTeams,
 } from "@opentinker/db";
 import { getIronSession } from "iron-session";
 import { z } from "zod";
@@ -33,15 +34,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 }
 
 async function describeSession(db: Db, session: Pick<SessionCaller, "userId" | "teamId">) {
-  const user = await db.user.findUnique({
-    where: { id: session.userId },
-    select: {
-      id: true,
-      email: true,
-      name: true,
-      memberships: { select: { role: true, team: { select: { id: true, slug: true, name: true } } } },
-    },
-  });
+  const user = await userWithTeams(db, session.userId);
   if (!user) return null;
   const team = user.memberships.find((m) => m.team.id === session.teamId)?.team;
   if (!team) return null;

@@ -1,7 +1,6 @@
 import type { IncomingMessage } from "node:http";
+import { type Caller, type Context, createInnerContext, ShortCache } from "@opentinker/api";
 import { authenticateApiKey, type Db, hashApiKey, type RequestWaiter } from "@opentinker/db";
-import { ShortCache } from "../short-cache.ts";
-import type { Caller, Context } from "../trpc/init.ts";
 import { callerFromSessionCookie } from "./session.ts";
 
 /** The token of an `Authorization: Bearer <token>` header. */
@@ -47,12 +46,17 @@ export interface ApiDeps {
   sessionSecret: string;
   /** Session cookies are Secure (the service is served over HTTPS). */
   secureCookies?: boolean;
+  /** Hosts remote environments may be on (env.ts: OPENTINKER_REMOTE_ENV_HOSTS); none when absent. */
+  remoteEnvHosts?: readonly string[];
 }
 
 export function contextFactory(deps: ApiDeps) {
-  return async ({ req }: { req: IncomingMessage }): Promise<Context> => ({
-    db: deps.db,
-    waiter: deps.waiter,
-    caller: await callerFromRequest(deps.db, req, deps.sessionSecret),
-  });
+  return async ({ req }: { req: IncomingMessage }): Promise<Context> =>
+    createInnerContext({
+      db: deps.db,
+      waiter: deps.waiter,
+      caller: await callerFromRequest(deps.db, req, deps.sessionSecret),
+      remoteEnvHosts: deps.remoteEnvHosts,
+      keyRevoked: forgetAuthenticatedKeys,
+    });
 }

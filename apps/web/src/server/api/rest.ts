@@ -8,12 +8,10 @@
 // only query-string values are converted, strictly: decimal numbers, and
 // booleans spelled true or false.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { appRouter, type Context, restError, unauthenticated } from "@opentinker/api";
 import { callTRPCProcedure, TRPCError } from "@trpc/server";
 import { generateOpenApiDocument, type OpenApiMeta } from "trpc-to-openapi";
 import { z } from "zod";
-import { restError } from "../trpc/errors.ts";
-import { type Context, unauthenticated } from "../trpc/init.ts";
-import { appRouter } from "../trpc/router.ts";
 import { HttpError, readJsonBody } from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
 

@@ -2,10 +2,10 @@
 // session) holding only the id of a Session row. Every request looks the row up,
 // so signing out (the row is deleted) or leaving the team (deleted with the
 // membership) ends the session at once, wherever its cookie was copied to.
+import type { Caller } from "@opentinker/api";
 import { type Db, sessionCaller } from "@opentinker/db";
 import { type SessionOptions, unsealData } from "iron-session";
 import { z } from "zod";
-import type { Caller } from "../trpc/init.ts";
 
 export const SESSION_COOKIE = "ot_session";
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { appRouter } from "@opentinker/api";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { appRouter } from "../trpc/router.ts";
 import { checkJsonDepth, HttpError, MAX_BODY_BYTES, readBodyText, requireJsonContentType } from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
 

@@ -1,10 +1,10 @@
 // Who a Socket.IO connection acts for, resolved once from its handshake.
 import type { IncomingHttpHeaders } from "node:http";
+import type { Caller } from "@opentinker/api";
 import type { Db } from "@opentinker/db";
 import { z } from "zod";
 import { bearerToken, callerFromApiKey } from "../api/context.ts";
 import { callerFromSessionCookie } from "../api/session.ts";
-import type { Caller } from "../trpc/init.ts";
 
 /** The parts of a Socket.IO handshake that can carry credentials. */
 export interface SocketHandshake {

@@ -1,8 +1,8 @@
 // A connection's requests: join a job's room (after checking the job is the
 // caller's team's) with its history, or leave it.
+import type { Caller } from "@opentinker/api";
 import { type Db, getJob, listMetrics } from "@opentinker/db";
 import type { Socket } from "socket.io";
-import type { Caller } from "../trpc/init.ts";
 import { resolveSocketCaller, UNAUTHENTICATED_MESSAGE } from "./auth.ts";
 import {
   type ClientToServerEvents,

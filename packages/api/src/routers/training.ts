@@ -23,9 +23,10 @@ import {
 } from "@opentinker/protocol";
 import { TRPCError } from "@trpc/server";
 import type { z } from "zod";
-import { ShortCache } from "../../short-cache.ts";
-import { badRequest, type Caller, notFound, router, teamProcedure } from "../init.ts";
+import type { Caller } from "../context.ts";
 import { enqueueWithInlineWait } from "../inline-wait.ts";
+import { ShortCache } from "../short-cache.ts";
+import { badRequest, found, notFound, router, teamRoute } from "../trpc.ts";
 
 // An adapter's base model never changes; remembered so that each call of a training loop need not look it up.
 const baseModels = new ShortCache<ModelLimits>(60_000);
@@ -34,8 +35,7 @@ async function baseModelOf(db: Db, teamId: string, adapterId: string): Promise<M
   const model = await baseModels.through(`${teamId}\0${adapterId}`, () =>
     adapterBaseModel(db, teamId, adapterId),
   );
-  if (model === null) notFound("adapter", adapterId);
-  return model;
+  return found(model, "adapter", adapterId);
 }
 
 /** What a call's own check may consult: the database, the caller and the adapter's base model. */
@@ -75,8 +75,7 @@ function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
   input: z.ZodObject<S>,
   check?: PayloadCheck<z.infer<z.ZodObject<S>>>,
 ) {
-  return teamProcedure
-    .meta({ openapi: { method: "POST", path, protect: true, tags: ["training"] } })
+  return teamRoute("POST", path, "training")
     .input(input.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
     .mutation(async ({ ctx, input: withWait }) => {

@@ -11,9 +11,10 @@ import {
   ZSampleInput,
   ZWaitMs,
 } from "@opentinker/protocol";
-import { ShortCache } from "../../short-cache.ts";
-import { badRequest, type Caller, type Context, notFound, router, teamProcedure } from "../init.ts";
+import type { Caller, Context } from "../context.ts";
 import { enqueueWithInlineWait } from "../inline-wait.ts";
+import { ShortCache } from "../short-cache.ts";
+import { badRequest, found, router, teamRoute } from "../trpc.ts";
 
 interface Target {
   baseModelId: string;
@@ -44,8 +45,7 @@ async function lookUpPolicy(db: Db, teamId: string, policy: PolicyRef): Promise<
     return { baseModelId: base.id, model: base, adapterId: null };
   }
   // Within the caller's team: another team's handle answers like an unknown one.
-  const snapshot = await snapshotPolicy(db, teamId, policy.handle);
-  if (!snapshot) notFound("policy", policy.handle);
+  const snapshot = found(await snapshotPolicy(db, teamId, policy.handle), "policy", policy.handle);
   return { baseModelId: snapshot.baseModel.id, model: snapshot.baseModel, adapterId: snapshot.adapterId };
 }
 
@@ -69,18 +69,14 @@ async function enqueueSampling(
 }
 
 export const samplingRouter = router({
-  sample: teamProcedure
-    .meta({ openapi: { method: "POST", path: "/v1/sampling/sample", protect: true, tags: ["sampling"] } })
+  sample: teamRoute("POST", "/v1/sampling/sample", "sampling")
     .input(ZSampleInput.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
     .mutation(({ ctx, input }) =>
       enqueueSampling(ctx, "SAMPLE", input, (model) => samplePromptError(input.prompt, model)),
     ),
 
-  computeLogprobs: teamProcedure
-    .meta({
-      openapi: { method: "POST", path: "/v1/sampling/compute-logprobs", protect: true, tags: ["sampling"] },
-    })
+  computeLogprobs: teamRoute("POST", "/v1/sampling/compute-logprobs", "sampling")
     .input(ZComputeLogprobsInput.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
     .mutation(({ ctx, input }) =>

@@ -1,6 +1,6 @@
 // The whole API: one router per domain. The same procedures serve tRPC (the
-// dashboard) and REST under /api/v1 with an OpenAPI document (other languages).
-import { router } from "./init.ts";
+// dashboard and the SDK's typed client) and REST under /api/v1 with an OpenAPI
+// document (other languages), both served by apps/web.
 import { adaptersRouter } from "./routers/adapters.ts";
 import { apiKeysRouter } from "./routers/api-keys.ts";
 import { environmentsRouter } from "./routers/environments.ts";
@@ -10,6 +10,7 @@ import { modelsRouter } from "./routers/models.ts";
 import { samplingRouter } from "./routers/sampling.ts";
 import { trainingRouter } from "./routers/training.ts";
 import { workersRouter } from "./routers/workers.ts";
+import { createCallerFactory, router } from "./trpc.ts";
 
 export const appRouter = router({
   models: modelsRouter,
@@ -24,3 +25,6 @@ export const appRouter = router({
 });
 
 export type AppRouter = typeof appRouter;
+
+/** Calls procedures in process, through their middlewares (tests: `createCaller(createInnerContext(…))`). */
+export const createCaller = createCallerFactory(appRouter);

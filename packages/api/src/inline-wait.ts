@@ -2,7 +2,8 @@
 import { randomUUID } from "node:crypto";
 import type { EnqueuedRequest } from "@opentinker/db";
 import type { FutureRef } from "@opentinker/protocol";
-import type { Caller, Context } from "./init.ts";
+import type { Caller, Context } from "./context.ts";
+import { futureState } from "./present.ts";
 
 /**
  * Enqueues a call under a fresh request id and, with `waitMs`, waits for its
@@ -26,14 +27,5 @@ export async function enqueueWithInlineWait(
   if (!expectation || !waitMs) return enqueued;
   const outcome = await expectation.result(ctx.caller.teamId, waitMs);
   if (!outcome || outcome.status === "QUEUED" || outcome.status === "RUNNING") return enqueued;
-  return {
-    ...enqueued,
-    result: {
-      requestId: outcome.id,
-      kind: outcome.kind,
-      status: outcome.status,
-      output: outcome.output ?? null,
-      error: outcome.error,
-    },
-  };
+  return { ...enqueued, result: futureState(outcome) };
 }

@@ -1,18 +1,16 @@
-// Base models' tokenizers in the web process, for showing trajectories as text.
-import type { Db } from "@opentinker/db";
+// Base models' tokenizers in the API process, for showing trajectories as text.
 import { IMAGE_POSITION_TOKEN } from "@opentinker/protocol";
 import { loadTokenizer, type TextTokenizer } from "@opentinker/tokenizer";
 
 const cache = new Map<string, Promise<TextTokenizer>>();
 
-export function tokenizerOfBase(db: Db, baseModelId: string): Promise<TextTokenizer> {
-  let tokenizer = cache.get(baseModelId);
+/** A base model's tokenizer, loaded once from its directory. */
+export function tokenizerOfBase(base: { id: string; path: string }): Promise<TextTokenizer> {
+  let tokenizer = cache.get(base.id);
   if (!tokenizer) {
-    tokenizer = db.baseModel
-      .findUniqueOrThrow({ where: { id: baseModelId } })
-      .then((base) => loadTokenizer(base.path));
-    tokenizer.catch(() => cache.delete(baseModelId));
-    cache.set(baseModelId, tokenizer);
+    tokenizer = loadTokenizer(base.path);
+    tokenizer.catch(() => cache.delete(base.id));
+    cache.set(base.id, tokenizer);
   }
   return tokenizer;
 }

@@ -1,33 +1,10 @@
-// The tRPC instance: context (the database, the request waiter and the caller's
-// team), the procedures every router builds on, and how domain errors become
-// HTTP statuses.
-import {
-  type Db,
-  getTeam,
-  NotFoundError,
-  NoWorkerError,
-  QuotaExceededError,
-  type RequestWaiter,
-  UnknownTeamError,
-} from "@opentinker/db";
+// The tRPC instance: the procedures every router builds on, and how domain
+// errors become HTTP statuses.
+import { getTeam, NotFoundError, NoWorkerError, QuotaExceededError, UnknownTeamError } from "@opentinker/db";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
+import type { Context } from "./context.ts";
 import { publicMessage } from "./errors.ts";
-
-export interface Caller {
-  teamId: string;
-  teamSlug: string;
-  /** The API key used, or null for a dashboard session. */
-  apiKeyId: string | null;
-  /** The dashboard session used, or null for an API key. */
-  sessionId: string | null;
-}
-
-export interface Context {
-  db: Db;
-  waiter: RequestWaiter;
-  caller: Caller | null;
-}
 
 // isDev off: error responses never carry stack traces; messages are what a client may see.
 const t = initTRPC
@@ -39,6 +16,7 @@ const t = initTRPC
   });
 
 export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
 
 const UNAUTHENTICATED = "missing, unknown or revoked API key: send Authorization: Bearer <key>";
 
@@ -88,8 +66,20 @@ export const teamProcedure = publicProcedure.use(async ({ ctx, next }) => {
   return result;
 });
 
+type Method = "GET" | "POST" | "DELETE";
+
+/** A team procedure served over REST too, at `path` under /api (in the OpenAPI document under `tag`). */
+export const teamRoute = (method: Method, path: `/${string}`, tag: string) =>
+  teamProcedure.meta({ openapi: { method, path, protect: true, tags: [tag] } });
+
 export function notFound(what: string, id: string): never {
   throw new TRPCError({ code: "NOT_FOUND", message: `${what} ${id} not found` });
+}
+
+/** The row, or the 404 naming what the team has no such one of (another team's answers the same). */
+export function found<T>(row: T | null | undefined, what: string, id: string): T {
+  if (row === null || row === undefined) notFound(what, id);
+  return row;
 }
 
 export function badRequest(message: string): never {

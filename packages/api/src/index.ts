@@ -1,0 +1,5 @@
+export { type Caller, type Context, createInnerContext, type InnerContextOptions } from "./context.ts";
+export { publicMessage, restError, schemaIssues } from "./errors.ts";
+export { type AppRouter, appRouter, createCaller } from "./root.ts";
+export { ShortCache } from "./short-cache.ts";
+export { unauthenticated } from "./trpc.ts";

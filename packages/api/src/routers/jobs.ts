@@ -1,0 +1,117 @@
+// Server-side jobs: created with their config (validated per kind), run by a
+// worker, followed through their metrics and stored trajectories.
+import { cancelJob, enqueueJob, getJob, listJobMetrics, listJobs, listJobTrajectories } from "@opentinker/db";
+import {
+  type JobInfo,
+  jobSize,
+  ZJob,
+  ZJobIdRequest,
+  ZJobInput,
+  ZJobMetric,
+  ZJobMetricsRequest,
+  ZJobRequest,
+  ZJobTrajectoriesRequest,
+  ZTrajectory,
+} from "@opentinker/protocol";
+import { z } from "zod";
+import { iso, isoOrNull } from "../present.ts";
+import { readProcedures } from "../resource.ts";
+import { tokenizerOfBase, tokenPieces } from "../tokenizers.ts";
+import { found, router, teamRoute } from "../trpc.ts";
+
+type JobRow = NonNullable<Awaited<ReturnType<typeof getJob>>>;
+
+function present(job: JobRow): JobInfo {
+  return {
+    id: job.id,
+    adapterId: job.adapterId,
+    environmentId: job.environmentId,
+    kind: job.kind,
+    config: (job.config ?? {}) as Record<string, unknown>,
+    status: job.status,
+    step: job.step,
+    error: job.error,
+    cancelRequested: job.cancelRequestedAt !== null,
+    createdAt: iso(job.createdAt),
+    startedAt: isoOrNull(job.startedAt),
+    finishedAt: isoOrNull(job.finishedAt),
+  };
+}
+
+type Trajectories = NonNullable<Awaited<ReturnType<typeof listJobTrajectories>>>;
+
+/** A step's trajectories, with each token as text when asked to decode. */
+async function presentTrajectories({ baseModel, trajectories }: Trajectories, decode: boolean) {
+  const tokenizer = decode ? await tokenizerOfBase(baseModel) : null;
+  return trajectories.map((t) => ({
+    ...(tokenizer ? { pieces: tokenPieces(tokenizer, [...t.tokens]) } : {}),
+    id: String(t.id),
+    step: t.step,
+    groupIndex: t.groupIndex,
+    sampleIndex: t.sampleIndex,
+    player: t.player,
+    snapshotVersion: t.snapshotVersion,
+    staleness: t.staleness,
+    status: t.status,
+    failureReason: t.failureReason,
+    reward: t.reward,
+    tokens: [...t.tokens],
+    mask: [...t.mask],
+    logprobs: [...t.logprobs],
+    advantages: [...t.advantages],
+  }));
+}
+
+const jobRoute = (method: "GET" | "POST", path: `/${string}`) => teamRoute(method, path, "jobs");
+
+export const jobsRouter = router({
+  create: jobRoute("POST", "/v1/jobs")
+    .input(ZJobRequest)
+    .output(ZJob)
+    .mutation(async ({ ctx, input: request }) => {
+      const input = ZJobInput.parse(request);
+      const job = await enqueueJob(ctx.db, ctx.caller.teamId, {
+        adapterId: input.adapterId,
+        kind: input.kind,
+        config: input.config as object,
+        size: jobSize(input),
+        ...("environmentId" in input ? { environmentId: input.environmentId } : {}),
+        ...(input.kind === "EVAL" && input.config.handle ? { handle: input.config.handle } : {}),
+      });
+      return present(job);
+    }),
+
+  ...readProcedures({
+    tag: "jobs",
+    path: "/v1/jobs",
+    what: "job",
+    idKey: "jobId",
+    output: ZJob,
+    list: listJobs,
+    get: getJob,
+    present,
+  }),
+
+  cancel: jobRoute("POST", "/v1/jobs/{jobId}/cancel")
+    .input(ZJobIdRequest)
+    .output(ZJob)
+    .mutation(async ({ ctx, input }) =>
+      present(found(await cancelJob(ctx.db, ctx.caller.teamId, input.jobId), "job", input.jobId)),
+    ),
+
+  metrics: jobRoute("GET", "/v1/jobs/{jobId}/metrics")
+    .input(ZJobMetricsRequest)
+    .output(z.array(ZJobMetric))
+    .query(async ({ ctx, input }) => {
+      const metrics = await listJobMetrics(ctx.db, ctx.caller.teamId, input.jobId, input.sinceStep);
+      return found(metrics, "job", input.jobId).map(({ step, name, value }) => ({ step, name, value }));
+    }),
+
+  trajectories: jobRoute("GET", "/v1/jobs/{jobId}/trajectories")
+    .input(ZJobTrajectoriesRequest)
+    .output(z.array(ZTrajectory))
+    .query(async ({ ctx, input }) => {
+      const stored = await listJobTrajectories(ctx.db, ctx.caller.teamId, input.jobId, input.step);
+      return presentTrajectories(found(stored, "job", input.jobId), input.decode);
+    }),
+});

@@ -1,0 +1,26 @@
+// API keys over the API: a team's programs authenticate with them.
+import { z } from "zod";
+import { idRequest } from "./resources.ts";
+
+export const ZCreateApiKeyRequest = z.object({ name: z.string().min(1).max(128) });
+
+/** The plaintext key is in this answer only; the database keeps a hash. */
+export const ZCreatedApiKey = z.object({
+  id: z.string(),
+  name: z.string(),
+  prefix: z.string(),
+  key: z.string(),
+});
+
+export const ZApiKey = z.object({
+  id: z.string(),
+  name: z.string(),
+  prefix: z.string(),
+  createdAt: z.string(),
+  lastUsedAt: z.string().nullable(),
+  revokedAt: z.string().nullable(),
+});
+export type ApiKeyInfo = z.infer<typeof ZApiKey>;
+
+export const ZApiKeyIdRequest = idRequest("keyId");
+export const ZRevoked = z.object({ revoked: z.literal(true) });
