@@ -1,17 +1,9 @@
 "use client";
-// Shared building blocks, so every page has the same empty, loading and error
-// states and the same form fields.
+// Shared building blocks, so every page has the same cards, buttons, tables and
+// empty, loading and error states. Form fields are in shared/fields.tsx, the
+// page frame in shared/page.tsx.
 import Link from "next/link";
 import type { ReactNode } from "react";
-
-export function PageHeader({ title, actions }: { title: string; actions?: ReactNode }) {
-  return (
-    <div className="mb-6 flex flex-wrap items-center justify-between gap-3">
-      <h1 className="text-2xl font-semibold">{title}</h1>
-      {actions && <div className="flex gap-2">{actions}</div>}
-    </div>
-  );
-}
 
 export function Card({
   title,
@@ -92,46 +84,22 @@ export function Button({
   );
 }
 
-export function ButtonLink({ href, children }: { href: string; children: ReactNode }) {
+/** A link that looks like a button. */
+export function ButtonLink({
+  href,
+  variant = "primary",
+  children,
+}: {
+  href: string;
+  variant?: "primary" | "secondary";
+  children: ReactNode;
+}) {
   return (
-    <Link
-      href={href}
-      className="rounded bg-blue-600 px-3 py-2 text-sm font-medium text-white hover:bg-blue-700"
-    >
+    <Link href={href} className={`rounded px-3 py-2 text-sm font-medium ${BUTTON[variant]}`}>
       {children}
     </Link>
   );
 }
-
-/** A labelled form field with its error right next to it. */
-export function Field({
-  label,
-  name,
-  error,
-  hint,
-  children,
-}: {
-  label: string;
-  name: string;
-  error?: string | undefined;
-  hint?: string;
-  children: ReactNode;
-}) {
-  return (
-    <label className="block" htmlFor={name}>
-      <span className="text-sm font-medium">{label}</span>
-      {children}
-      {hint && !error && <span className="mt-1 block text-xs text-gray-500">{hint}</span>}
-      {error && (
-        <span role="alert" id={`${name}-error`} className="mt-1 block text-xs text-red-700">
-          {error}
-        </span>
-      )}
-    </label>
-  );
-}
-
-export const INPUT = "mt-1 w-full rounded border border-gray-300 bg-white px-3 py-2 text-sm";
 
 const STATUS: Record<string, string> = {
   QUEUED: "bg-gray-100 text-gray-700",
@@ -151,7 +119,7 @@ export function StatusBadge({ status }: { status: string }) {
   );
 }
 
-export function Table({ head, children }: { head: string[]; children: ReactNode }) {
+function Table({ head, children }: { head: string[]; children: ReactNode }) {
   return (
     <div className="overflow-x-auto">
       <table className="w-full text-left text-sm">
@@ -166,6 +134,83 @@ export function Table({ head, children }: { head: string[]; children: ReactNode 
         </thead>
         <tbody className="divide-y divide-gray-100">{children}</tbody>
       </table>
+    </div>
+  );
+}
+
+/** A query's list: its loading and error states, a note when it is empty, else the list. */
+export function QueryList<T>({
+  query,
+  what,
+  empty,
+  children,
+}: {
+  query: { isPending: boolean; error: unknown; data: readonly T[] | undefined };
+  what: string;
+  /** What an empty list says. */
+  empty: ReactNode;
+  children: (list: readonly T[]) => ReactNode;
+}) {
+  return (
+    <QueryView query={query} what={what}>
+      {(list) => (list.length === 0 ? <Empty>{empty}</Empty> : children(list))}
+    </QueryView>
+  );
+}
+
+/** A table column: its heading and each row's cell. */
+export interface Column<T> {
+  head: string;
+  cell: (item: T) => ReactNode;
+  /** Classes added to the cell's padding (tabular-nums, whitespace-nowrap). */
+  className?: string;
+}
+
+/** A query's list as a table, a row per item and a cell per column. */
+export function QueryTable<T>({
+  columns,
+  rowKey,
+  ...list
+}: {
+  query: { isPending: boolean; error: unknown; data: readonly T[] | undefined };
+  what: string;
+  empty: ReactNode;
+  columns: readonly Column<T>[];
+  rowKey: (item: T) => string;
+}) {
+  return (
+    <QueryList {...list}>
+      {(items) => (
+        <Table head={columns.map((c) => c.head)}>
+          {items.map((item) => (
+            <tr key={rowKey(item)}>
+              {columns.map((c) => (
+                <td key={c.head} className={c.className ? `px-2 py-2 ${c.className}` : "px-2 py-2"}>
+                  {c.cell(item)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </Table>
+      )}
+    </QueryList>
+  );
+}
+
+/** One term of a summary: a small uppercase label over its value. */
+export function Stat({
+  label,
+  valueClassName = "mt-0.5",
+  children,
+}: {
+  label: string;
+  valueClassName?: string;
+  children: ReactNode;
+}) {
+  return (
+    <div>
+      <dt className="text-xs font-medium uppercase text-gray-500">{label}</dt>
+      <dd className={valueClassName}>{children}</dd>
     </div>
   );
 }

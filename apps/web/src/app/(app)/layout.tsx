@@ -4,6 +4,7 @@
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { type ReactNode, useEffect } from "react";
+import { ChoiceOptions } from "../../components/shared/fields.tsx";
 import { ErrorState, Loading } from "../../components/ui.tsx";
 import { authRequest, useResetAfterSessionChange, useSession } from "../../lib/session.ts";
 
@@ -70,11 +71,7 @@ export default function AppLayout({ children }: { children: ReactNode }) {
                   onChange={(e) => void switchTeam(e.target.value)}
                   className="rounded border border-gray-300 bg-white px-2 py-1"
                 >
-                  {teams.map((t) => (
-                    <option key={t.id} value={t.id}>
-                      {t.name}
-                    </option>
-                  ))}
+                  <ChoiceOptions choices={teams.map((t) => ({ value: t.id, label: t.name }))} />
                 </select>
               </label>
             ) : (

@@ -5,12 +5,12 @@ import { ActiveJobs } from "../../components/overview/active-jobs.tsx";
 import { RecentSnapshots } from "../../components/overview/recent-snapshots.tsx";
 import { Workers } from "../../components/overview/workers.tsx";
 import { ServiceStatus } from "../../components/service-status.tsx";
-import { Card, PageHeader } from "../../components/ui.tsx";
+import { Page } from "../../components/shared/page.tsx";
+import { Card } from "../../components/ui.tsx";
 
 export default function OverviewPage() {
   return (
-    <div>
-      <PageHeader title="Overview" />
+    <Page title="Overview">
       <div className="grid gap-6 lg:grid-cols-3">
         <div className="min-w-0 space-y-6 lg:col-span-2">
           <ActiveJobs />
@@ -23,6 +23,6 @@ export default function OverviewPage() {
           <Workers />
         </div>
       </div>
-    </div>
+    </Page>
   );
 }

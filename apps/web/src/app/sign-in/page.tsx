@@ -2,7 +2,11 @@
 
 import { useRouter } from "next/navigation";
 import { type FormEvent, useState } from "react";
+import { TextField } from "../../components/shared/fields.tsx";
 import { authRequest, useResetAfterSessionChange } from "../../lib/session.ts";
+
+/** Larger than the dashboard's fields: the page holds nothing else. */
+const INPUT = "mt-1 w-full rounded border border-gray-300 px-3 py-2";
 
 export default function SignInPage() {
   const router = useRouter();
@@ -34,26 +38,22 @@ export default function SignInPage() {
     <main className="mx-auto mt-24 max-w-sm px-4">
       <h1 className="mb-6 text-2xl font-semibold">Sign in to OpenTinker</h1>
       <form onSubmit={submit} className="space-y-4 rounded-lg border border-gray-200 bg-white p-6 shadow-sm">
-        <label className="block">
-          <span className="text-sm font-medium">Email</span>
-          <input
-            name="email"
-            type="email"
-            required
-            autoComplete="username"
-            className="mt-1 w-full rounded border border-gray-300 px-3 py-2"
-          />
-        </label>
-        <label className="block">
-          <span className="text-sm font-medium">Password</span>
-          <input
-            name="password"
-            type="password"
-            required
-            autoComplete="current-password"
-            className="mt-1 w-full rounded border border-gray-300 px-3 py-2"
-          />
-        </label>
+        <TextField
+          label="Email"
+          name="email"
+          type="email"
+          required
+          autoComplete="username"
+          className={INPUT}
+        />
+        <TextField
+          label="Password"
+          name="password"
+          type="password"
+          required
+          autoComplete="current-password"
+          className={INPUT}
+        />
         {error && (
           <p role="alert" className="text-sm text-red-700">
             {error}

@@ -8,7 +8,8 @@ import type { ReactNode } from "react";
 import { useTRPC } from "../../lib/trpc.ts";
 import { errorCode, type Outputs } from "../shared/api.ts";
 import { ConfirmButton } from "../shared/confirm-button.tsx";
-import { Card, ErrorState, Loading, PageHeader, StatusBadge, timeAgo } from "../ui.tsx";
+import { Page } from "../shared/page.tsx";
+import { Card, ErrorState, Loading, StatusBadge, timeAgo } from "../ui.tsx";
 import { KIND_LABEL } from "./adapter-list.tsx";
 import { CheckpointList } from "./checkpoint-list.tsx";
 import { VersionTimeline } from "./version-timeline.tsx";
@@ -23,8 +24,7 @@ export function AdapterDetails({ adapterId }: { adapterId: string }) {
     return errorCode(adapter.error) === "NOT_FOUND" ? <NotFound /> : <ErrorState error={adapter.error} />;
   const a = adapter.data;
   return (
-    <div>
-      <PageHeader title={a.name} actions={<DeleteAdapter adapter={a} />} />
+    <Page title={a.name} actions={<DeleteAdapter adapter={a} />}>
       <div className="grid gap-6 lg:grid-cols-3">
         <Card title="Details" className="min-w-0">
           <Settings adapter={a} />
@@ -38,21 +38,23 @@ export function AdapterDetails({ adapterId }: { adapterId: string }) {
           </Card>
         </div>
       </div>
-    </div>
+    </Page>
   );
 }
 
 function NotFound() {
   return (
-    <div>
-      <PageHeader title="Adapter not found" />
-      <p className="text-sm text-gray-600">
-        There is no adapter with this id in your team.{" "}
-        <Link href="/adapters" className="text-blue-700 underline">
-          Back to adapters
-        </Link>
-      </p>
-    </div>
+    <Page
+      title="Adapter not found"
+      description={
+        <>
+          There is no adapter with this id in your team.{" "}
+          <Link href="/adapters" className="text-blue-700 underline">
+            Back to adapters
+          </Link>
+        </>
+      }
+    />
   );
 }
 

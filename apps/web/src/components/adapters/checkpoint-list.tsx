@@ -4,33 +4,29 @@
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "../../lib/trpc.ts";
 import { bytes } from "../shared/format.ts";
-import { Empty, QueryView, timeAgo } from "../ui.tsx";
+import { QueryList, timeAgo } from "../ui.tsx";
 
 export function CheckpointList({ adapterId }: { adapterId: string }) {
   const trpc = useTRPC();
   const checkpoints = useQuery(trpc.adapters.checkpoints.queryOptions({ adapterId }));
   return (
-    <QueryView query={checkpoints} what="checkpoints">
-      {(list) =>
-        list.length === 0 ? (
-          <Empty>No checkpoints yet.</Empty>
-        ) : (
-          <ul aria-label="Checkpoints" className="divide-y divide-gray-100">
-            {list.map((c) => (
-              <li key={c.path} className="py-2 first:pt-0 last:pb-0">
-                <div className="flex flex-wrap items-baseline justify-between gap-x-3">
-                  <span className="font-medium break-all">{c.name}</span>
-                  <span className="text-sm whitespace-nowrap text-gray-600 tabular-nums">
-                    step {c.step} · {bytes(c.sizeBytes)} ·{" "}
-                    <time dateTime={c.createdAt}>{timeAgo(c.createdAt)}</time>
-                  </span>
-                </div>
-                <code className="block text-xs break-all text-gray-500">{c.path}</code>
-              </li>
-            ))}
-          </ul>
-        )
-      }
-    </QueryView>
+    <QueryList query={checkpoints} what="checkpoints" empty="No checkpoints yet.">
+      {(list) => (
+        <ul aria-label="Checkpoints" className="divide-y divide-gray-100">
+          {list.map((c) => (
+            <li key={c.path} className="py-2 first:pt-0 last:pb-0">
+              <div className="flex flex-wrap items-baseline justify-between gap-x-3">
+                <span className="font-medium break-all">{c.name}</span>
+                <span className="text-sm whitespace-nowrap text-gray-600 tabular-nums">
+                  step {c.step} · {bytes(c.sizeBytes)} ·{" "}
+                  <time dateTime={c.createdAt}>{timeAgo(c.createdAt)}</time>
+                </span>
+              </div>
+              <code className="block text-xs break-all text-gray-500">{c.path}</code>
+            </li>
+          ))}
+        </ul>
+      )}
+    </QueryList>
   );
 }

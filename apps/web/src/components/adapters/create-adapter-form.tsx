@@ -1,23 +1,23 @@
 "use client";
 // Creates an adapter: checked here with zod first (nothing is sent while a field
 // is wrong), then by the server, whose errors (name taken, quota) land in the form.
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { type FormEvent, useState } from "react";
+import { useState } from "react";
 import { z } from "zod";
 import { useTRPC } from "../../lib/trpc.ts";
-import type { Outputs } from "../shared/api.ts";
 import {
+  CreatedNotice,
+  Field,
   FormError,
-  type FormErrors,
-  focusFirstError,
-  formValues,
-  numberText,
-  serverErrors,
+  RadioGroup,
+  SelectField,
+  SubmitButton,
   TextField,
-  zodErrors,
-} from "../shared/forms.tsx";
-import { Button, ErrorState, Field, INPUT } from "../ui.tsx";
+} from "../shared/fields.tsx";
+import { numberText, parseWith } from "../shared/forms.ts";
+import { useCreateForm } from "../shared/use-create-form.ts";
+import { ErrorState } from "../ui.tsx";
 
 const checkbox = z
   .string()
@@ -59,6 +59,11 @@ const ZAdapterForm = z.discriminatedUnion("kind", [
 
 const FIELDS = ["baseModel", "name", "kind", "rank", "alpha", "seed"] as const;
 
+const KINDS = [
+  { value: "LORA", label: "LoRA" },
+  { value: "FULL", label: "Full" },
+] as const;
+
 const TARGETS = [
   { name: "trainAttn", label: "Attention", defaultChecked: true },
   { name: "trainMlp", label: "MLP", defaultChecked: true },
@@ -67,66 +72,36 @@ const TARGETS = [
 
 export function CreateAdapterForm() {
   const trpc = useTRPC();
-  const queryClient = useQueryClient();
   const models = useQuery(trpc.models.list.queryOptions({}));
   const [kind, setKind] = useState<"LORA" | "FULL">("LORA");
-  const [errors, setErrors] = useState<FormErrors>({});
-  const [created, setCreated] = useState<Outputs["adapters"]["create"] | null>(null);
-  const create = useMutation(trpc.adapters.create.mutationOptions());
-
-  function submit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const form = event.currentTarget;
-    setCreated(null);
-    const parsed = ZAdapterForm.safeParse(formValues(form));
-    if (!parsed.success) {
-      const found = zodErrors(parsed.error);
-      setErrors(found);
-      focusFirstError(form, found);
-      return;
-    }
-    setErrors({});
-    create.mutate(parsed.data, {
-      onSuccess: async (adapter) => {
-        form.reset();
-        setKind("LORA");
-        setCreated(adapter);
-        await queryClient.invalidateQueries({ queryKey: trpc.adapters.list.queryKey() });
-      },
-      onError: (error) => {
-        const found = serverErrors(error, FIELDS, {
-          CONFLICT: { field: "name", message: "An adapter with this name already exists" },
-        });
-        setErrors(found);
-        focusFirstError(form, found);
-      },
-    });
-  }
+  const { errors, created, submit, pending } = useCreateForm({
+    mutation: useMutation(trpc.adapters.create.mutationOptions()),
+    parse: (values) => parseWith(ZAdapterForm, values),
+    fields: FIELDS,
+    byCode: { CONFLICT: { field: "name", message: "An adapter with this name already exists" } },
+    refresh: trpc.adapters.list.queryKey(),
+    onCreated: () => setKind("LORA"),
+  });
 
   const noModels = models.isSuccess && models.data.length === 0;
   return (
     <form onSubmit={submit} noValidate className="space-y-4">
-      <Field label="Base model" name="baseModel" error={errors.baseModel}>
-        {models.error ? (
+      {models.error ? (
+        <Field label="Base model" name="baseModel" error={errors.baseModel}>
           <ErrorState error={models.error} />
-        ) : (
-          <select
-            id="baseModel"
-            name="baseModel"
-            className={INPUT}
-            disabled={!models.isSuccess || noModels}
-            aria-invalid={errors.baseModel ? true : undefined}
-          >
-            {!models.isSuccess && <option value="">Loading models…</option>}
-            {noModels && <option value="">No base models installed</option>}
-            {models.data?.map((m) => (
-              <option key={m.id} value={m.name}>
-                {m.name} ({m.architecture})
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+        </Field>
+      ) : (
+        <SelectField
+          label="Base model"
+          name="baseModel"
+          errors={errors}
+          disabled={!models.isSuccess || noModels}
+          choices={models.data?.map((m) => ({ value: m.name, label: `${m.name} (${m.architecture})` }))}
+        >
+          {!models.isSuccess && <option value="">Loading models…</option>}
+          {noModels && <option value="">No base models installed</option>}
+        </SelectField>
+      )}
       <TextField
         label="Name"
         name="name"
@@ -134,31 +109,11 @@ export function CreateAdapterForm() {
         autoComplete="off"
         hint="Letters, digits, '.', '_' and '-'"
       />
-      <fieldset>
-        <legend className="text-sm font-medium">Type</legend>
-        <div className="mt-1 flex flex-wrap gap-4 text-sm">
-          {(
-            [
-              ["LORA", "LoRA"],
-              ["FULL", "Full"],
-            ] as const
-          ).map(([value, label]) => (
-            <label key={value} className="flex items-center gap-2">
-              <input
-                type="radio"
-                name="kind"
-                value={value}
-                checked={kind === value}
-                onChange={() => setKind(value)}
-              />
-              {label}
-            </label>
-          ))}
-        </div>
+      <RadioGroup legend="Type" name="kind" choices={KINDS} value={kind} onChange={setKind}>
         {kind === "FULL" && (
           <p className="mt-1 text-xs text-gray-500">Trains every weight of the base model.</p>
         )}
-      </fieldset>
+      </RadioGroup>
       {kind === "LORA" && (
         <>
           <div className="grid gap-4 sm:grid-cols-2">
@@ -200,17 +155,15 @@ export function CreateAdapterForm() {
       <TextField label="Seed" name="seed" errors={errors} numeric="numeric" defaultValue="0" />
       <FormError errors={errors} />
       {created && (
-        <p role="status" className="rounded border border-green-200 bg-green-50 p-3 text-sm text-green-800">
+        <CreatedNotice>
           Created adapter{" "}
           <Link href={`/adapters/${created.id}`} className="font-medium underline">
             {created.name}
           </Link>
           .
-        </p>
+        </CreatedNotice>
       )}
-      <Button type="submit" disabled={create.isPending || !models.isSuccess || noModels}>
-        {create.isPending ? "Creating…" : "Create adapter"}
-      </Button>
+      <SubmitButton label="Create adapter" pending={pending} disabled={!models.isSuccess || noModels} />
     </form>
   );
 }

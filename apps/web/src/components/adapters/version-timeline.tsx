@@ -4,7 +4,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
-import { Empty, QueryView, timeAgo } from "../ui.tsx";
+import { QueryList, timeAgo } from "../ui.tsx";
 import { DownloadFiles } from "./download-files.tsx";
 
 /** A version no surviving training state produced (its job resumed from an earlier checkpoint). */
@@ -27,47 +27,47 @@ export function VersionTimeline({ adapterId, kind }: { adapterId: string; kind: 
   });
   const label = kind === "LORA" ? "Download PEFT files" : "Download model files";
   return (
-    <QueryView query={versions} what="versions">
-      {(list) =>
-        list.length === 0 ? (
-          <Empty>No versions yet. Training publishes one each time it saves weights for sampling.</Empty>
-        ) : (
-          <ol aria-label="Versions" className="relative space-y-4 border-l-2 border-gray-200 pl-4">
-            {[...list].reverse().map((v) => (
-              <li key={v.handle} className="relative">
-                <span
-                  aria-hidden="true"
-                  className="absolute top-1.5 -left-[23px] size-3 rounded-full border-2 border-white bg-blue-600"
-                />
-                <div className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
-                  <span className="font-semibold tabular-nums">v{v.version}</span>
-                  {v.supersededAt ? <SupersededBadge /> : null}
-                  <span className="text-sm text-gray-600 tabular-nums">trainer step {v.trainerStep}</span>
-                  <time dateTime={v.createdAt} className="text-sm text-gray-500">
-                    {timeAgo(v.createdAt)}
-                  </time>
-                </div>
-                <p className="mt-1 text-sm">
-                  Produced by{" "}
-                  {v.jobId ? (
-                    <Link
-                      href={`/jobs/${v.jobId}`}
-                      className="font-mono text-xs break-all text-blue-700 underline"
-                    >
-                      job {v.jobId}
-                    </Link>
-                  ) : (
-                    "API"
-                  )}
-                </p>
-                <div className="mt-2">
-                  <DownloadFiles handle={v.handle} version={v.version} label={label} />
-                </div>
-              </li>
-            ))}
-          </ol>
-        )
-      }
-    </QueryView>
+    <QueryList
+      query={versions}
+      what="versions"
+      empty="No versions yet. Training publishes one each time it saves weights for sampling."
+    >
+      {(list) => (
+        <ol aria-label="Versions" className="relative space-y-4 border-l-2 border-gray-200 pl-4">
+          {[...list].reverse().map((v) => (
+            <li key={v.handle} className="relative">
+              <span
+                aria-hidden="true"
+                className="absolute top-1.5 -left-[23px] size-3 rounded-full border-2 border-white bg-blue-600"
+              />
+              <div className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
+                <span className="font-semibold tabular-nums">v{v.version}</span>
+                {v.supersededAt ? <SupersededBadge /> : null}
+                <span className="text-sm text-gray-600 tabular-nums">trainer step {v.trainerStep}</span>
+                <time dateTime={v.createdAt} className="text-sm text-gray-500">
+                  {timeAgo(v.createdAt)}
+                </time>
+              </div>
+              <p className="mt-1 text-sm">
+                Produced by{" "}
+                {v.jobId ? (
+                  <Link
+                    href={`/jobs/${v.jobId}`}
+                    className="font-mono text-xs break-all text-blue-700 underline"
+                  >
+                    job {v.jobId}
+                  </Link>
+                ) : (
+                  "API"
+                )}
+              </p>
+              <div className="mt-2">
+                <DownloadFiles handle={v.handle} version={v.version} label={label} />
+              </div>
+            </li>
+          ))}
+        </ol>
+      )}
+    </QueryList>
   );
 }

@@ -1,52 +1,27 @@
 "use client";
 // Creates an API key and shows its plaintext once, with a copy button: the
 // server keeps only a hash.
-import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useRef, useState } from "react";
+import { useMutation } from "@tanstack/react-query";
+import { useRef, useState } from "react";
 import { z } from "zod";
 import { useTRPC } from "../../lib/trpc.ts";
 import type { Outputs } from "../shared/api.ts";
-import {
-  FormError,
-  type FormErrors,
-  focusFirstError,
-  formValues,
-  serverErrors,
-  TextField,
-  zodErrors,
-} from "../shared/forms.tsx";
+import { FormError, SubmitButton, TextField } from "../shared/fields.tsx";
+import { parseWith } from "../shared/forms.ts";
+import { useCreateForm } from "../shared/use-create-form.ts";
 import { Button } from "../ui.tsx";
 
 const ZKeyForm = z.object({ name: z.string().trim().min(1, "Required").max(128, "At most 128 characters") });
 
 export function CreateApiKeyForm() {
   const trpc = useTRPC();
-  const queryClient = useQueryClient();
-  const [errors, setErrors] = useState<FormErrors>({});
-  const [created, setCreated] = useState<Outputs["apiKeys"]["create"] | null>(null);
-  const create = useMutation(trpc.apiKeys.create.mutationOptions());
-
-  function submit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const form = event.currentTarget;
-    const parsed = ZKeyForm.safeParse(formValues(form));
-    if (!parsed.success) {
-      const found = zodErrors(parsed.error);
-      setErrors(found);
-      focusFirstError(form, found);
-      return;
-    }
-    setErrors({});
-    setCreated(null);
-    create.mutate(parsed.data, {
-      onSuccess: async (key) => {
-        form.reset();
-        setCreated(key);
-        await queryClient.invalidateQueries({ queryKey: trpc.apiKeys.list.queryKey() });
-      },
-      onError: (error) => setErrors(serverErrors(error, ["name"])),
-    });
-  }
+  const { errors, created, setCreated, submit, pending } = useCreateForm({
+    mutation: useMutation(trpc.apiKeys.create.mutationOptions()),
+    parse: (values) => parseWith(ZKeyForm, values),
+    fields: ["name"],
+    refresh: trpc.apiKeys.list.queryKey(),
+    keepCreatedWhileInvalid: true,
+  });
 
   return (
     <div className="space-y-4">
@@ -59,9 +34,7 @@ export function CreateApiKeyForm() {
           hint="Where the key is used, e.g. ci or laptop"
         />
         <FormError errors={errors} />
-        <Button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create key"}
-        </Button>
+        <SubmitButton label="Create key" pending={pending} />
       </form>
       {created && <NewKey created={created} onDone={() => setCreated(null)} />}
     </div>

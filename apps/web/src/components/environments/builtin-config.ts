@@ -3,7 +3,7 @@
 // form and the server agree.
 import { BUILTIN_ENVIRONMENTS, ZBuiltinEnvConfig, type ZBuiltinEnvironment } from "@opentinker/protocol";
 import { z } from "zod";
-import { optionalNumberText } from "../shared/forms.tsx";
+import { optionalNumberText } from "../shared/forms.ts";
 
 export type BuiltinEnvironment = z.infer<typeof ZBuiltinEnvironment>;
 export type ConfigKey = keyof typeof ZBuiltinEnvConfig.shape;

@@ -3,20 +3,20 @@
 // by URL. Checked here first (the protocol's own schema has the last word
 // before sending); the server's allow-list refusal lands next to the URL.
 import { ZEnvironmentInput } from "@opentinker/protocol";
-import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import { useMutation } from "@tanstack/react-query";
+import { useState } from "react";
 import { z } from "zod";
 import { useTRPC } from "../../lib/trpc.ts";
 import {
+  CreatedNotice,
   FormError,
-  type FormErrors,
-  focusFirstError,
-  formValues,
-  serverErrors,
+  RadioGroup,
+  SelectField,
+  SubmitButton,
   TextField,
-  zodErrors,
-} from "../shared/forms.tsx";
-import { Button, Field, INPUT } from "../ui.tsx";
+} from "../shared/fields.tsx";
+import { type Parsed, zodErrors } from "../shared/forms.ts";
+import { useCreateForm } from "../shared/use-create-form.ts";
 import {
   BUILTIN_ENVIRONMENTS,
   BUILTIN_LABEL,
@@ -29,6 +29,13 @@ import {
 
 type Kind = "BUILTIN" | "REMOTE";
 
+const KINDS = [
+  { value: "BUILTIN", label: "Built-in" },
+  { value: "REMOTE", label: "Remote" },
+] as const;
+
+const BUILTIN_CHOICES = BUILTIN_ENVIRONMENTS.map((b) => ({ value: b, label: BUILTIN_LABEL[b] }));
+
 const ZName = z.string().trim().min(1, "Required").max(128, "At most 128 characters");
 const ZUrl = z.url({ protocol: /^https?$/, error: "Enter an http:// or https:// URL" });
 
@@ -37,7 +44,7 @@ function parse(
   values: Record<string, string>,
   kind: Kind,
   builtin: BuiltinEnvironment,
-): { ok: true; input: z.input<typeof ZEnvironmentInput> } | { ok: false; errors: FormErrors } {
+): Parsed<z.input<typeof ZEnvironmentInput>> {
   const fields =
     kind === "BUILTIN"
       ? z.object({ name: ZName, config: configSchema(builtin) })
@@ -60,88 +67,42 @@ function parse(
 
 export function CreateEnvironmentForm() {
   const trpc = useTRPC();
-  const queryClient = useQueryClient();
   const [kind, setKind] = useState<Kind>("BUILTIN");
   const [builtin, setBuiltin] = useState<BuiltinEnvironment>("arithmetic");
-  const [errors, setErrors] = useState<FormErrors>({});
-  const [created, setCreated] = useState<string | null>(null);
-  const create = useMutation(trpc.environments.create.mutationOptions());
-
-  function submit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const form = event.currentTarget;
-    setCreated(null);
-    const result = parse(formValues(form), kind, builtin);
-    if (!result.ok) {
-      setErrors(result.errors);
-      focusFirstError(form, result.errors);
-      return;
-    }
-    setErrors({});
-    create.mutate(result.input, {
-      onSuccess: async (environment) => {
-        form.reset();
-        setCreated(environment.name);
-        await queryClient.invalidateQueries({ queryKey: trpc.environments.list.queryKey() });
-      },
-      onError: (error) => {
-        const found = serverErrors(error, ["name", "url", ...CONFIG_FIELDS[builtin]], {
-          CONFLICT: { field: "name", message: "An environment with this name already exists" },
-        });
-        setErrors(found);
-        focusFirstError(form, found);
-      },
-    });
-  }
+  const { errors, setErrors, created, submit, pending } = useCreateForm({
+    mutation: useMutation(trpc.environments.create.mutationOptions()),
+    parse: (values) => parse(values, kind, builtin),
+    fields: ["name", "url", ...CONFIG_FIELDS[builtin]],
+    byCode: { CONFLICT: { field: "name", message: "An environment with this name already exists" } },
+    refresh: trpc.environments.list.queryKey(),
+  });
 
   return (
     <form onSubmit={submit} noValidate className="space-y-4">
       <TextField label="Name" name="name" errors={errors} autoComplete="off" />
-      <fieldset>
-        <legend className="text-sm font-medium">Type</legend>
-        <div className="mt-1 flex flex-wrap gap-4 text-sm">
-          {(
-            [
-              ["BUILTIN", "Built-in"],
-              ["REMOTE", "Remote"],
-            ] as const
-          ).map(([value, label]) => (
-            <label key={value} className="flex items-center gap-2">
-              <input
-                type="radio"
-                name="kind"
-                value={value}
-                checked={kind === value}
-                onChange={() => {
-                  setKind(value);
-                  setErrors({});
-                }}
-              />
-              {label}
-            </label>
-          ))}
-        </div>
-      </fieldset>
+      <RadioGroup
+        legend="Type"
+        name="kind"
+        choices={KINDS}
+        value={kind}
+        onChange={(value) => {
+          setKind(value);
+          setErrors({});
+        }}
+      />
       {kind === "BUILTIN" ? (
         <>
-          <Field label="Environment" name="builtin">
-            <select
-              id="builtin"
-              name="builtin"
-              value={builtin}
-              onChange={(e) => {
-                setBuiltin(e.target.value as BuiltinEnvironment);
-                setErrors({});
-              }}
-              className={INPUT}
-            >
-              {BUILTIN_ENVIRONMENTS.map((b) => (
-                <option key={b} value={b}>
-                  {BUILTIN_LABEL[b]}
-                </option>
-              ))}
-            </select>
-          </Field>
+          <SelectField
+            label="Environment"
+            name="builtin"
+            errors={errors}
+            choices={BUILTIN_CHOICES}
+            value={builtin}
+            onChange={(e) => {
+              setBuiltin(e.target.value as BuiltinEnvironment);
+              setErrors({});
+            }}
+          />
           <fieldset className="space-y-3">
             <legend className="text-sm font-medium">Config</legend>
             <p className="text-xs text-gray-500">Leave a field empty for the environment's default.</p>
@@ -172,14 +133,8 @@ export function CreateEnvironmentForm() {
         />
       )}
       <FormError errors={errors} />
-      {created && (
-        <p role="status" className="rounded border border-green-200 bg-green-50 p-3 text-sm text-green-800">
-          Created environment {created}.
-        </p>
-      )}
-      <Button type="submit" disabled={create.isPending}>
-        {create.isPending ? "Creating…" : "Create environment"}
-      </Button>
+      {created && <CreatedNotice>Created environment {created.name}.</CreatedNotice>}
+      <SubmitButton label="Create environment" pending={pending} />
     </form>
   );
 }

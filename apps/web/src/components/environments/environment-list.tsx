@@ -1,50 +1,44 @@
 "use client";
 // The team's environments, newest first, each with its settings and a delete.
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "../../lib/trpc.ts";
 import type { Outputs } from "../shared/api.ts";
 import { ConfirmButton } from "../shared/confirm-button.tsx";
+import { useRefreshingMutation } from "../shared/use-refreshing-mutation.ts";
 import { When } from "../shared/when.tsx";
-import { Empty, QueryView, Table } from "../ui.tsx";
+import { type Column, QueryTable } from "../ui.tsx";
 import { BUILTIN_LABEL, CONFIG_LABEL, isBuiltin } from "./builtin-config.ts";
 
 type Environment = Outputs["environments"]["list"][number];
+
+const COLUMNS: Column<Environment>[] = [
+  { head: "Name", cell: (e) => e.name, className: "font-medium" },
+  {
+    head: "Kind",
+    cell: (e) =>
+      e.kind === "REMOTE"
+        ? "Remote"
+        : e.builtin && isBuiltin(e.builtin)
+          ? BUILTIN_LABEL[e.builtin]
+          : e.builtin,
+    className: "whitespace-nowrap",
+  },
+  { head: "Settings", cell: (e) => <Settings environment={e} />, className: "text-xs text-gray-600" },
+  { head: "Created", cell: (e) => <When iso={e.createdAt} /> },
+  { head: "Actions", cell: (e) => <DeleteEnvironment environment={e} /> },
+];
 
 export function EnvironmentList() {
   const trpc = useTRPC();
   const environments = useQuery(trpc.environments.list.queryOptions({}));
   return (
-    <QueryView query={environments} what="environments">
-      {(list) =>
-        list.length === 0 ? (
-          <Empty>No environments yet. Create one with the form.</Empty>
-        ) : (
-          <Table head={["Name", "Kind", "Settings", "Created", "Actions"]}>
-            {list.map((e) => (
-              <tr key={e.id}>
-                <td className="px-2 py-2 font-medium">{e.name}</td>
-                <td className="px-2 py-2 whitespace-nowrap">
-                  {e.kind === "REMOTE"
-                    ? "Remote"
-                    : e.builtin && isBuiltin(e.builtin)
-                      ? BUILTIN_LABEL[e.builtin]
-                      : e.builtin}
-                </td>
-                <td className="px-2 py-2 text-xs text-gray-600">
-                  <Settings environment={e} />
-                </td>
-                <td className="px-2 py-2">
-                  <When iso={e.createdAt} />
-                </td>
-                <td className="px-2 py-2">
-                  <DeleteEnvironment environment={e} />
-                </td>
-              </tr>
-            ))}
-          </Table>
-        )
-      }
-    </QueryView>
+    <QueryTable
+      query={environments}
+      what="environments"
+      empty="No environments yet. Create one with the form."
+      columns={COLUMNS}
+      rowKey={(e) => e.id}
+    />
   );
 }
 
@@ -63,11 +57,9 @@ function Settings({ environment: e }: { environment: Environment }) {
 
 function DeleteEnvironment({ environment }: { environment: Environment }) {
   const trpc = useTRPC();
-  const queryClient = useQueryClient();
-  const remove = useMutation(
-    trpc.environments.delete.mutationOptions({
-      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.environments.list.queryKey() }),
-    }),
+  const remove = useRefreshingMutation(
+    trpc.environments.delete.mutationOptions(),
+    trpc.environments.list.queryKey(),
   );
   return (
     <ConfirmButton

@@ -1,11 +1,9 @@
 "use client";
 // Shapes and small queries the jobs pages share.
 import { useQuery } from "@tanstack/react-query";
-import type { inferRouterOutputs } from "@trpc/server";
 import { useTRPC } from "../../lib/trpc.ts";
-import type { AppRouter } from "../../server/trpc/router.ts";
+import type { Outputs } from "../shared/api.ts";
 
-type Outputs = inferRouterOutputs<AppRouter>;
 export type Job = Outputs["jobs"]["get"];
 export type JobKind = Job["kind"];
 export type JobStatus = Job["status"];

@@ -4,10 +4,10 @@
 // `status` event when it ends).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import type { ReactNode } from "react";
 import { type Connection, useJobMetrics } from "../../lib/realtime.ts";
 import { useTRPC } from "../../lib/trpc.ts";
-import { Button, Card, ErrorState, Loading, PageHeader, StatusBadge, timeAgo } from "../ui.tsx";
+import { Page } from "../shared/page.tsx";
+import { Button, ButtonLink, Card, ErrorState, Loading, Stat, StatusBadge, timeAgo } from "../ui.tsx";
 import { isActive, type Job, useAdapterNames } from "./api.ts";
 import { JobCharts, LatestMetrics } from "./metric-charts.tsx";
 import { formatNumber, latestValue, type MetricRow } from "./metric-table.ts";
@@ -50,40 +50,36 @@ export function JobDetail({ jobId }: { jobId: string }) {
 
   if (job.isPending)
     return (
-      <div className="[&_h1]:wrap-anywhere">
-        <PageHeader title={`Job ${jobId}`} />
+      <Page title={`Job ${jobId}`} wrapTitle>
         <Loading what="the job" />
-      </div>
+      </Page>
     );
   if (job.error)
     return (
-      <div className="[&_h1]:wrap-anywhere">
-        <PageHeader title={`Job ${jobId}`} />
+      <Page title={`Job ${jobId}`} wrapTitle>
         <ErrorState error={job.error} />
         <p className="mt-4 text-sm">
           <Link href="/jobs" className="text-blue-700 underline">
             Back to jobs
           </Link>
         </p>
-      </div>
+      </Page>
     );
 
   const data = job.data;
   return (
-    <div className="space-y-6 [&_h1]:wrap-anywhere">
-      <PageHeader
-        title={`${data.kind} job ${data.id}`}
-        actions={
-          data.kind !== "SFT" && (
-            <Link
-              href={`/jobs/${data.id}/trajectories`}
-              className="rounded border border-gray-300 bg-white px-3 py-2 text-sm font-medium hover:bg-gray-50"
-            >
-              View trajectories
-            </Link>
-          )
-        }
-      />
+    <Page
+      title={`${data.kind} job ${data.id}`}
+      className="space-y-6"
+      wrapTitle
+      actions={
+        data.kind !== "SFT" && (
+          <ButtonLink href={`/jobs/${data.id}/trajectories`} variant="secondary">
+            View trajectories
+          </ButtonLink>
+        )
+      }
+    >
       <JobSummary job={data} rows={rows} />
       <section aria-labelledby="metrics-heading" className="space-y-3">
         <div className="flex flex-wrap items-baseline justify-between gap-2">
@@ -99,7 +95,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
         <summary className="cursor-pointer font-medium">Configuration</summary>
         <pre className="mt-2 overflow-x-auto text-xs">{JSON.stringify(data.config, null, 2)}</pre>
       </details>
-    </div>
+    </Page>
   );
 }
 
@@ -114,33 +110,33 @@ function JobSummary({ job, rows }: { job: Job; rows: readonly MetricRow[] }) {
   return (
     <Card>
       <dl className="grid grid-cols-1 gap-x-6 gap-y-3 text-sm sm:grid-cols-2 lg:grid-cols-4">
-        <Item label="Status">
+        <Stat label="Status">
           <span aria-live="polite">
             <StatusBadge status={job.status} />
           </span>
-        </Item>
-        <Item label="Kind">{job.kind}</Item>
-        <Item label="Adapter">
+        </Stat>
+        <Stat label="Kind">{job.kind}</Stat>
+        <Stat label="Adapter">
           <Link href={`/adapters/${job.adapterId}`} className="text-blue-700 underline">
             {adapterNames.get(job.adapterId) ?? job.adapterId}
           </Link>
-        </Item>
-        <Item label="Environment">{job.environmentId ? (environment?.name ?? job.environmentId) : "—"}</Item>
-        <Item label="Step">
+        </Stat>
+        <Stat label="Environment">{job.environmentId ? (environment?.name ?? job.environmentId) : "—"}</Stat>
+        <Stat label="Step">
           <span className="tabular-nums">
             {job.step}
             {totalSteps !== undefined && ` of ${totalSteps}`}
           </span>
-        </Item>
-        <Item label="Policy version">
+        </Stat>
+        <Stat label="Policy version">
           <span data-testid="policy-version" className="tabular-nums">
             {policyVersion === undefined ? "—" : formatNumber(policyVersion)}
           </span>
-        </Item>
-        <Item label="Created">{timeAgo(job.createdAt)}</Item>
-        <Item label={job.finishedAt ? "Finished" : "Started"}>
+        </Stat>
+        <Stat label="Created">{timeAgo(job.createdAt)}</Stat>
+        <Stat label={job.finishedAt ? "Finished" : "Started"}>
           {job.finishedAt ? timeAgo(job.finishedAt) : job.startedAt ? timeAgo(job.startedAt) : "not yet"}
-        </Item>
+        </Stat>
       </dl>
       {job.error && (
         <div className="mt-4">
@@ -186,15 +182,6 @@ function CancelJob({ job }: { job: Job }) {
         </p>
       )}
       {cancel.error && <ErrorState error={cancel.error} />}
-    </div>
-  );
-}
-
-function Item({ label, children }: { label: string; children: ReactNode }) {
-  return (
-    <div>
-      <dt className="text-xs font-medium uppercase text-gray-500">{label}</dt>
-      <dd className="mt-0.5">{children}</dd>
     </div>
   );
 }

@@ -7,7 +7,8 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { type FormEvent, type ReactNode, useState } from "react";
 import { useTRPC } from "../../lib/trpc.ts";
-import { Button, ErrorState, Field, INPUT } from "../ui.tsx";
+import { type Choice, Field, INPUT, SelectField, SubmitButton, TextField } from "../shared/fields.tsx";
+import { ErrorState } from "../ui.tsx";
 import {
   type FieldErrors,
   type FieldName,
@@ -24,6 +25,19 @@ const KINDS: { value: JobKind; label: string }[] = [
   { value: "SFT", label: "SFT (supervised fine-tuning)" },
   { value: "EVAL", label: "EVAL (evaluation)" },
 ];
+
+const LOSSES: Choice[] = [
+  { value: "ppo", label: "ppo (clipped)" },
+  { value: "importance_sampling", label: "importance_sampling" },
+];
+
+const RETENTIONS: Choice[] = [
+  { value: "keep-final", label: "keep-final (delete intermediate snapshots)" },
+  { value: "keep-all", label: "keep-all" },
+];
+
+/** Invalid fields get a red border: this form marks errors as you type, after a first attempt. */
+const CONTROL = `${INPUT} aria-invalid:border-red-500`;
 
 export function JobForm() {
   const trpc = useTRPC();
@@ -66,56 +80,76 @@ export function JobForm() {
     });
   }
 
-  /** Props every input shares: id for its label, and its error wired for screen readers. */
-  const control = (name: FieldName) => ({
-    id: name,
-    name,
-    "aria-invalid": errors[name] ? true : undefined,
-    "aria-describedby": errors[name] ? `${name}-error` : undefined,
-    className: `${INPUT} aria-invalid:border-red-500`,
-  });
-
   const text = (name: FieldName, label: string, options: { hint?: string; decimal?: boolean } = {}) => (
-    <Field label={label} name={name} error={errors[name]} {...(options.hint ? { hint: options.hint } : {})}>
-      <input
-        {...control(name)}
-        type="text"
-        inputMode={options.decimal ? "decimal" : "numeric"}
-        autoComplete="off"
-        value={String(values[name])}
-        onChange={(e) => set(name, e.target.value)}
-      />
-    </Field>
+    <TextField
+      label={label}
+      name={name}
+      errors={errors}
+      hint={options.hint}
+      numeric={options.decimal ? "decimal" : "numeric"}
+      autoComplete="off"
+      className={CONTROL}
+      value={String(values[name])}
+      onChange={(e) => set(name, e.target.value)}
+    />
   );
+
+  /** A select of fixed choices (the kind, the loss, the retention policy). */
+  const choose = <K extends "kind" | "lossFn" | "retention">(
+    name: K,
+    label: string,
+    choices: readonly Choice[],
+  ) => (
+    <SelectField
+      label={label}
+      name={name}
+      errors={errors}
+      className={CONTROL}
+      choices={choices}
+      value={values[name]}
+      onChange={(e) => set(name, e.target.value as JobFormValues[K])}
+    />
+  );
+
+  /**
+   * A select of the team's adapters or environments: a placeholder while they
+   * load, their load error in place of the field's, disabled while there are none.
+   */
+  const pick = (
+    name: "adapterId" | "environmentId",
+    label: string,
+    list: { isPending: boolean; error: { message: string } | null },
+    choices: Choice[] | undefined,
+  ) => {
+    const what = name === "adapterId" ? "adapter" : "environment";
+    return (
+      <SelectField
+        label={label}
+        name={name}
+        errors={errors}
+        problem={listProblem(list, `${what}s`)}
+        className={CONTROL}
+        choices={choices}
+        value={values[name]}
+        onChange={(e) => set(name, e.target.value)}
+        disabled={!choices?.length}
+      >
+        <option value="">{list.isPending ? `Loading ${what}s…` : `Choose an ${what}`}</option>
+      </SelectField>
+    );
+  };
 
   const { kind } = values;
   return (
     <form onSubmit={submit} noValidate className="space-y-6">
       <Section title="What to run">
-        <Field label="Kind" name="kind" error={errors.kind}>
-          <select {...control("kind")} value={kind} onChange={(e) => set("kind", e.target.value as JobKind)}>
-            {KINDS.map((k) => (
-              <option key={k.value} value={k.value}>
-                {k.label}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Adapter" name="adapterId" error={errors.adapterId ?? listProblem(adapters, "adapters")}>
-          <select
-            {...control("adapterId")}
-            value={values.adapterId}
-            onChange={(e) => set("adapterId", e.target.value)}
-            disabled={!adapters.data?.length}
-          >
-            <option value="">{adapters.isPending ? "Loading adapters…" : "Choose an adapter"}</option>
-            {adapters.data?.map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.name} ({a.baseModel})
-              </option>
-            ))}
-          </select>
-        </Field>
+        {choose("kind", "Kind", KINDS)}
+        {pick(
+          "adapterId",
+          "Adapter",
+          adapters,
+          adapters.data?.map((a) => ({ value: a.id, label: `${a.name} (${a.baseModel})` })),
+        )}
         {adapters.data?.length === 0 && (
           <NoneYet href="/adapters" what="adapter">
             A job trains or evaluates an adapter.
@@ -123,27 +157,15 @@ export function JobForm() {
         )}
         {needsEnvironment(kind) && (
           <>
-            <Field
-              label="Environment"
-              name="environmentId"
-              error={errors.environmentId ?? listProblem(environments, "environments")}
-            >
-              <select
-                {...control("environmentId")}
-                value={values.environmentId}
-                onChange={(e) => set("environmentId", e.target.value)}
-                disabled={!environments.data?.length}
-              >
-                <option value="">
-                  {environments.isPending ? "Loading environments…" : "Choose an environment"}
-                </option>
-                {environments.data?.map((env) => (
-                  <option key={env.id} value={env.id}>
-                    {env.name} ({env.kind === "BUILTIN" ? env.builtin : env.url})
-                  </option>
-                ))}
-              </select>
-            </Field>
+            {pick(
+              "environmentId",
+              "Environment",
+              environments,
+              environments.data?.map((env) => ({
+                value: env.id,
+                label: `${env.name} (${env.kind === "BUILTIN" ? env.builtin : env.url})`,
+              })),
+            )}
             {environments.data?.length === 0 && (
               <NoneYet href="/environments" what="environment">
                 RL and EVAL jobs roll out episodes in one.
@@ -158,16 +180,7 @@ export function JobForm() {
           {text("steps", "Steps", { hint: "Required: how many optimizer updates to make." })}
           {text("groupsPerStep", "Groups per step", { hint: "Prompts sampled for each update." })}
           {text("groupSize", "Group size", { hint: "Samples per prompt; advantages compare them." })}
-          <Field label="Loss" name="lossFn" error={errors.lossFn}>
-            <select
-              {...control("lossFn")}
-              value={values.lossFn}
-              onChange={(e) => set("lossFn", e.target.value as JobFormValues["lossFn"])}
-            >
-              <option value="ppo">ppo (clipped)</option>
-              <option value="importance_sampling">importance_sampling</option>
-            </select>
-          </Field>
+          {choose("lossFn", "Loss", LOSSES)}
           {text("learningRate", "Learning rate", { decimal: true })}
           {text("temperature", "Temperature", { decimal: true, hint: "Blank: the sampler's default." })}
           {text("seed", "Seed")}
@@ -176,7 +189,7 @@ export function JobForm() {
           })}
           {text("validationEvery", "Validation every", { hint: "Optional; set both validation fields." })}
           {text("validationGroups", "Validation groups", { hint: "Optional; prompts per validation run." })}
-          {retention()}
+          {choose("retention", "Retention", RETENTIONS)}
           <Checkbox
             name="dropConstantGroups"
             label="Drop constant groups"
@@ -203,8 +216,11 @@ export function JobForm() {
               hint='An array of { "messages": [{ "role": "system" | "user" | "assistant", "content": "…" }] }.'
             >
               <textarea
-                {...control("conversations")}
-                className={`${INPUT} font-mono aria-invalid:border-red-500`}
+                id="conversations"
+                name="conversations"
+                aria-invalid={errors.conversations ? true : undefined}
+                aria-describedby={errors.conversations ? "conversations-error" : undefined}
+                className={`${CONTROL} font-mono`}
                 rows={12}
                 spellCheck={false}
                 value={values.conversations}
@@ -215,7 +231,7 @@ export function JobForm() {
           {text("epochs", "Epochs")}
           {text("batchSize", "Batch size")}
           {text("learningRate", "Learning rate", { decimal: true })}
-          {retention()}
+          {choose("retention", "Retention", RETENTIONS)}
         </Section>
       )}
 
@@ -230,9 +246,7 @@ export function JobForm() {
 
       {create.error && <ErrorState error={create.error} />}
       <div className="flex flex-wrap items-center gap-3">
-        <Button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create job"}
-        </Button>
+        <SubmitButton label="Create job" pending={create.isPending} />
         <Link href="/jobs" className="text-sm text-gray-700 underline">
           Back to jobs
         </Link>
@@ -242,21 +256,6 @@ export function JobForm() {
       </div>
     </form>
   );
-
-  function retention() {
-    return (
-      <Field label="Retention" name="retention" error={errors.retention}>
-        <select
-          {...control("retention")}
-          value={values.retention}
-          onChange={(e) => set("retention", e.target.value as JobFormValues["retention"])}
-        >
-          <option value="keep-final">keep-final (delete intermediate snapshots)</option>
-          <option value="keep-all">keep-all</option>
-        </select>
-      </Field>
-    );
-  }
 }
 
 /** Why a list to choose from is unusable, if it is: still loading is not a problem. */

@@ -47,6 +47,36 @@ const seriesValues = (rows: readonly MetricRow[], keys: readonly string[]) =>
 const formatValue = (v: unknown): string =>
   Array.isArray(v) ? v.map(formatValue).join(" – ") : typeof v === "number" ? formatNumber(v) : String(v);
 
+/** The charts after reward and loss, in the order they are drawn. */
+const TRAINING_CHARTS: { title: string; note?: string; series: Series[]; stepped?: boolean }[] = [
+  {
+    title: "Importance ratio and clip fraction",
+    series: [
+      { key: "ratio/mean", label: "ratio (mean)" },
+      { key: "clipfrac/mean", label: "clip fraction" },
+    ],
+  },
+  {
+    title: "Staleness",
+    note: "Policy versions the oldest sample lagged the trainer by, and samples dropped for it.",
+    series: [
+      { key: "staleness/max", label: "max staleness" },
+      { key: "trajectories/dropped_stale", label: "dropped as stale" },
+    ],
+  },
+  {
+    title: "Tokens per step",
+    note: "Tokens trained on in each step's update (tokens/sum), not a throughput.",
+    series: [{ key: "tokens/sum", label: "tokens per step" }],
+  },
+  {
+    title: "Policy version",
+    note: "The sampler's weights version each step sampled with.",
+    series: [{ key: "policy/version", label: "policy version" }],
+    stepped: true,
+  },
+];
+
 export function JobCharts({ rows }: { rows: readonly MetricRow[] }) {
   if (rows.length === 0) return <Empty>Waiting for the first step…</Empty>;
   const names = new Set(metricNames(rows));
@@ -61,36 +91,9 @@ export function JobCharts({ rows }: { rows: readonly MetricRow[] }) {
       <RewardChart rows={rows} prefix="" title="Reward" testId="reward-chart" />
       <RewardChart rows={rows} prefix="val/" title="Validation reward" />
       <MetricChart rows={rows} title="Loss" series={lossSeries} />
-      <MetricChart
-        rows={rows}
-        title="Importance ratio and clip fraction"
-        series={[
-          { key: "ratio/mean", label: "ratio (mean)" },
-          { key: "clipfrac/mean", label: "clip fraction" },
-        ]}
-      />
-      <MetricChart
-        rows={rows}
-        title="Staleness"
-        note="Policy versions the oldest sample lagged the trainer by, and samples dropped for it."
-        series={[
-          { key: "staleness/max", label: "max staleness" },
-          { key: "trajectories/dropped_stale", label: "dropped as stale" },
-        ]}
-      />
-      <MetricChart
-        rows={rows}
-        title="Tokens per step"
-        note="Tokens trained on in each step's update (tokens/sum), not a throughput."
-        series={[{ key: "tokens/sum", label: "tokens per step" }]}
-      />
-      <MetricChart
-        rows={rows}
-        title="Policy version"
-        note="The sampler's weights version each step sampled with."
-        series={[{ key: "policy/version", label: "policy version" }]}
-        stepped
-      />
+      {TRAINING_CHARTS.map((chart) => (
+        <MetricChart key={chart.title} rows={rows} {...chart} />
+      ))}
     </div>
   );
 }

@@ -7,11 +7,12 @@
 // Vision-language trajectories: their images are not stored with the
 // trajectory yet, so only the tokens are shown.
 import { useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useId, useState } from "react";
 import { useTRPC } from "../../lib/trpc.ts";
-import { Card, Empty, ErrorState, INPUT, Loading, PageHeader, StatusBadge } from "../ui.tsx";
+import { INPUT } from "../shared/fields.tsx";
+import { Page } from "../shared/page.tsx";
+import { ButtonLink, Card, Empty, ErrorState, Loading, Stat, StatusBadge } from "../ui.tsx";
 import { isActive, type Job, type Trajectory } from "./api.ts";
 import { formatNumber } from "./metric-table.ts";
 import { tokenKind, turnAdvantages, visibleSegments } from "./tokens.ts";
@@ -27,18 +28,16 @@ export function TrajectoryViewer({ jobId }: { jobId: string }) {
   });
   const title = job.data ? `Trajectories of ${job.data.kind} job ${jobId}` : `Trajectories of job ${jobId}`;
   return (
-    <div className="space-y-4 [&_h1]:wrap-anywhere">
-      <PageHeader
-        title={title}
-        actions={
-          <Link
-            href={`/jobs/${jobId}`}
-            className="rounded border border-gray-300 bg-white px-3 py-2 text-sm font-medium hover:bg-gray-50"
-          >
-            Back to the job
-          </Link>
-        }
-      />
+    <Page
+      title={title}
+      className="space-y-4"
+      wrapTitle
+      actions={
+        <ButtonLink href={`/jobs/${jobId}`} variant="secondary">
+          Back to the job
+        </ButtonLink>
+      }
+    >
       {job.isPending ? (
         <Loading what="the job" />
       ) : job.error ? (
@@ -50,7 +49,7 @@ export function TrajectoryViewer({ jobId }: { jobId: string }) {
       ) : (
         <StepView job={job.data} />
       )}
-    </div>
+    </Page>
   );
 }
 
@@ -238,14 +237,25 @@ function TrajectoryCard({ trajectory: t }: { trajectory: Trajectory }) {
         {t.status === "FAILED" && <StatusBadge status="FAILED" />}
       </div>
       <dl className="mb-3 grid grid-cols-2 gap-x-6 gap-y-2 text-sm sm:grid-cols-5">
-        <Stat label="Reward" value={formatNumber(t.reward)} />
+        <Stat label="Reward" valueClassName="tabular-nums">
+          {formatNumber(t.reward)}
+        </Stat>
         <Stat
           label={advantages.length > 1 ? "Advantage per turn" : "Advantage"}
-          value={advantages.length ? advantages.map(formatNumber).join(" / ") : "— (no action tokens)"}
-        />
-        <Stat label="Policy version" value={String(t.snapshotVersion)} />
-        <Stat label="Staleness" value={String(t.staleness)} />
-        <Stat label="Tokens" value={`${t.tokens.length} (${actionCount} action)`} />
+          valueClassName="tabular-nums"
+        >
+          {advantages.length ? advantages.map(formatNumber).join(" / ") : "— (no action tokens)"}
+        </Stat>
+        <Stat label="Policy version" valueClassName="tabular-nums">
+          {String(t.snapshotVersion)}
+        </Stat>
+        <Stat label="Staleness" valueClassName="tabular-nums">
+          {String(t.staleness)}
+        </Stat>
+        <Stat
+          label="Tokens"
+          valueClassName="tabular-nums"
+        >{`${t.tokens.length} (${actionCount} action)`}</Stat>
       </dl>
       {t.failureReason && (
         <p role="note" className="mb-3 rounded border border-red-200 bg-red-50 p-2 text-sm text-red-800">
@@ -254,15 +264,6 @@ function TrajectoryCard({ trajectory: t }: { trajectory: Trajectory }) {
       )}
       <TokenSequence trajectory={t} />
     </article>
-  );
-}
-
-function Stat({ label, value }: { label: string; value: string }) {
-  return (
-    <div>
-      <dt className="text-xs font-medium uppercase text-gray-500">{label}</dt>
-      <dd className="tabular-nums">{value}</dd>
-    </div>
   );
 }
 

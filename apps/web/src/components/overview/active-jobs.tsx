@@ -1,60 +1,50 @@
 "use client";
 // The overview's running and queued jobs, refreshed every few seconds.
 import { useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
-import type { Outputs } from "../shared/api.ts";
+import { isActive, type Job, useAdapterNames } from "../jobs/api.ts";
+import { AdapterLink, JobIdLink } from "../shared/links.tsx";
 import { When } from "../shared/when.tsx";
-import { Card, Empty, QueryView, StatusBadge, Table } from "../ui.tsx";
+import { Card, type Column, QueryTable, StatusBadge } from "../ui.tsx";
 
-type Job = Outputs["jobs"]["list"][number];
-
+/** Running jobs first. */
 const ORDER: Record<string, number> = { RUNNING: 0, QUEUED: 1 };
+
+/** The running jobs, then the queued ones. */
+const activeFirst = (all: Job[]) =>
+  all.filter((j) => isActive(j.status)).sort((a, b) => (ORDER[a.status] ?? 0) - (ORDER[b.status] ?? 0));
+
+function columns(names: ReadonlyMap<string, string>): Column<Job>[] {
+  return [
+    { head: "Job", cell: (job) => <JobIdLink id={job.id} /> },
+    { head: "Kind", cell: (job) => job.kind },
+    {
+      head: "Adapter",
+      cell: (job) => <AdapterLink id={job.adapterId} name={names.get(job.adapterId) ?? job.adapterId} />,
+    },
+    { head: "Status", cell: (job) => <StatusBadge status={job.status} /> },
+    { head: "Step", cell: progress, className: "tabular-nums" },
+    {
+      head: "Since",
+      cell: (job) => <When iso={job.startedAt ?? job.createdAt} />,
+      className: "whitespace-nowrap",
+    },
+  ];
+}
 
 export function ActiveJobs() {
   const trpc = useTRPC();
-  const jobs = useQuery({ ...trpc.jobs.list.queryOptions({}), refetchInterval: 5_000 });
-  const adapters = useQuery(trpc.adapters.list.queryOptions({}));
-  const names = new Map(adapters.data?.map((a) => [a.id, a.name]));
+  const jobs = useQuery({ ...trpc.jobs.list.queryOptions({}), refetchInterval: 5_000, select: activeFirst });
+  const names = useAdapterNames();
   return (
     <Card title="Active jobs">
-      <QueryView query={jobs} what="jobs">
-        {(all) => {
-          const active = all
-            .filter((j) => j.status in ORDER)
-            .sort((a, b) => (ORDER[a.status] ?? 0) - (ORDER[b.status] ?? 0));
-          if (active.length === 0) return <Empty>No running or queued jobs.</Empty>;
-          return (
-            <Table head={["Job", "Kind", "Adapter", "Status", "Step", "Since"]}>
-              {active.map((job) => (
-                <tr key={job.id}>
-                  <td className="px-2 py-2">
-                    <Link
-                      href={`/jobs/${job.id}`}
-                      className="font-mono text-xs break-all text-blue-700 hover:underline"
-                    >
-                      {job.id}
-                    </Link>
-                  </td>
-                  <td className="px-2 py-2">{job.kind}</td>
-                  <td className="px-2 py-2">
-                    <Link href={`/adapters/${job.adapterId}`} className="text-blue-700 hover:underline">
-                      {names.get(job.adapterId) ?? job.adapterId}
-                    </Link>
-                  </td>
-                  <td className="px-2 py-2">
-                    <StatusBadge status={job.status} />
-                  </td>
-                  <td className="px-2 py-2 tabular-nums">{progress(job)}</td>
-                  <td className="px-2 py-2 whitespace-nowrap">
-                    <When iso={job.startedAt ?? job.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </Table>
-          );
-        }}
-      </QueryView>
+      <QueryTable
+        query={jobs}
+        what="jobs"
+        empty="No running or queued jobs."
+        columns={columns(names)}
+        rowKey={(job) => job.id}
+      />
     </Card>
   );
 }

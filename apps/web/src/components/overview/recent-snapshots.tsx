@@ -1,11 +1,30 @@
 "use client";
 // The overview's latest published adapter versions (snapshots) of the team.
 import { useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
 import { SupersededBadge } from "../adapters/version-timeline.tsx";
+import type { Outputs } from "../shared/api.ts";
+import { AdapterLink, JobIdLink } from "../shared/links.tsx";
 import { When } from "../shared/when.tsx";
-import { Card, Empty, QueryView, Table } from "../ui.tsx";
+import { Card, type Column, QueryTable } from "../ui.tsx";
+
+type Snapshot = Outputs["adapters"]["recentVersions"][number];
+
+const COLUMNS: Column<Snapshot>[] = [
+  { head: "Adapter", cell: (s) => <AdapterLink id={s.adapterId} name={s.adapterName} /> },
+  {
+    head: "Version",
+    cell: (s) => (
+      <>
+        v{s.version} {s.supersededAt ? <SupersededBadge /> : null}
+      </>
+    ),
+    className: "tabular-nums",
+  },
+  { head: "Step", cell: (s) => s.trainerStep, className: "tabular-nums" },
+  { head: "Produced by", cell: (s) => (s.jobId ? <JobIdLink id={s.jobId} /> : "API") },
+  { head: "Published", cell: (s) => <When iso={s.createdAt} />, className: "whitespace-nowrap" },
+];
 
 export function RecentSnapshots() {
   const trpc = useTRPC();
@@ -15,44 +34,13 @@ export function RecentSnapshots() {
   });
   return (
     <Card title="Recent snapshots">
-      <QueryView query={snapshots} what="snapshots">
-        {(list) =>
-          list.length === 0 ? (
-            <Empty>No snapshots yet. Training publishes one per saved version.</Empty>
-          ) : (
-            <Table head={["Adapter", "Version", "Step", "Produced by", "Published"]}>
-              {list.map((s) => (
-                <tr key={s.handle}>
-                  <td className="px-2 py-2">
-                    <Link href={`/adapters/${s.adapterId}`} className="text-blue-700 hover:underline">
-                      {s.adapterName}
-                    </Link>
-                  </td>
-                  <td className="px-2 py-2 tabular-nums">
-                    v{s.version} {s.supersededAt ? <SupersededBadge /> : null}
-                  </td>
-                  <td className="px-2 py-2 tabular-nums">{s.trainerStep}</td>
-                  <td className="px-2 py-2">
-                    {s.jobId ? (
-                      <Link
-                        href={`/jobs/${s.jobId}`}
-                        className="font-mono text-xs break-all text-blue-700 hover:underline"
-                      >
-                        {s.jobId}
-                      </Link>
-                    ) : (
-                      "API"
-                    )}
-                  </td>
-                  <td className="px-2 py-2 whitespace-nowrap">
-                    <When iso={s.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </Table>
-          )
-        }
-      </QueryView>
+      <QueryTable
+        query={snapshots}
+        what="snapshots"
+        empty="No snapshots yet. Training publishes one per saved version."
+        columns={COLUMNS}
+        rowKey={(s) => s.handle}
+      />
     </Card>
   );
 }

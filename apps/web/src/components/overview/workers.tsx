@@ -4,42 +4,42 @@
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "../../lib/trpc.ts";
 import { When } from "../shared/when.tsx";
-import { Card, Empty, QueryView, StatusBadge } from "../ui.tsx";
+import { Card, QueryList, StatusBadge } from "../ui.tsx";
 
 export function Workers() {
   const trpc = useTRPC();
   const workers = useQuery({ ...trpc.workers.list.queryOptions({}), refetchInterval: 5_000 });
   return (
     <Card title="Workers">
-      <QueryView query={workers} what="workers">
-        {(list) =>
-          list.length === 0 ? (
-            <Empty>No worker is online. Jobs wait in the queue until one starts.</Empty>
-          ) : (
-            <ul className="divide-y divide-gray-100">
-              {list.map((w) => (
-                <li key={w.id} className="py-3 first:pt-0 last:pb-0">
-                  <div className="flex flex-wrap items-center justify-between gap-2">
-                    <span className="font-mono text-sm break-all">{w.host}</span>
-                    <StatusBadge status={w.status} />
-                  </div>
-                  <LoadBar host={w.host} placed={w.placedAdapters} capacity={w.capacity} />
-                  <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-3 gap-y-1 text-xs text-gray-600">
-                    <dt>Models</dt>
-                    <dd className="break-all">
-                      {w.loadedModels.length ? w.loadedModels.join(", ") : "none loaded"}
-                    </dd>
-                    <dt>Heartbeat</dt>
-                    <dd>
-                      <When iso={w.heartbeatAt} />
-                    </dd>
-                  </dl>
-                </li>
-              ))}
-            </ul>
-          )
-        }
-      </QueryView>
+      <QueryList
+        query={workers}
+        what="workers"
+        empty="No worker is online. Jobs wait in the queue until one starts."
+      >
+        {(list) => (
+          <ul className="divide-y divide-gray-100">
+            {list.map((w) => (
+              <li key={w.id} className="py-3 first:pt-0 last:pb-0">
+                <div className="flex flex-wrap items-center justify-between gap-2">
+                  <span className="font-mono text-sm break-all">{w.host}</span>
+                  <StatusBadge status={w.status} />
+                </div>
+                <LoadBar host={w.host} placed={w.placedAdapters} capacity={w.capacity} />
+                <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-3 gap-y-1 text-xs text-gray-600">
+                  <dt>Models</dt>
+                  <dd className="break-all">
+                    {w.loadedModels.length ? w.loadedModels.join(", ") : "none loaded"}
+                  </dd>
+                  <dt>Heartbeat</dt>
+                  <dd>
+                    <When iso={w.heartbeatAt} />
+                  </dd>
+                </dl>
+              </li>
+            ))}
+          </ul>
+        )}
+      </QueryList>
     </Card>
   );
 }

@@ -1,8 +1,9 @@
 // What the dashboard needs to know about the API's answers: the router's output
 // types and the errors a call can fail with, in words for a person.
+
+import type { AppRouter } from "@opentinker/api";
 import { isTRPCClientError } from "@trpc/client";
 import type { inferRouterOutputs } from "@trpc/server";
-import type { AppRouter } from "../../server/trpc/router.ts";
 
 export type Outputs = inferRouterOutputs<AppRouter>;
 

@@ -2,20 +2,15 @@
 // Adapters: the team's list and the form that creates one.
 import { AdapterList } from "../../../components/adapters/adapter-list.tsx";
 import { CreateAdapterForm } from "../../../components/adapters/create-adapter-form.tsx";
-import { Card, PageHeader } from "../../../components/ui.tsx";
+import { ListWithForm, Page } from "../../../components/shared/page.tsx";
 
 export default function AdaptersPage() {
   return (
-    <div>
-      <PageHeader title="Adapters" />
-      <div className="grid gap-6 lg:grid-cols-3">
-        <Card title="All adapters" className="min-w-0 lg:col-span-2">
-          <AdapterList />
-        </Card>
-        <Card title="New adapter" className="min-w-0">
-          <CreateAdapterForm />
-        </Card>
-      </div>
-    </div>
+    <Page title="Adapters">
+      <ListWithForm
+        list={{ title: "All adapters", content: <AdapterList /> }}
+        form={{ title: "New adapter", content: <CreateAdapterForm /> }}
+      />
+    </Page>
   );
 }

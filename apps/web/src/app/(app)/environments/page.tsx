@@ -2,20 +2,15 @@
 // Environments: what the team's RL and evaluation jobs run against.
 import { CreateEnvironmentForm } from "../../../components/environments/create-environment-form.tsx";
 import { EnvironmentList } from "../../../components/environments/environment-list.tsx";
-import { Card, PageHeader } from "../../../components/ui.tsx";
+import { ListWithForm, Page } from "../../../components/shared/page.tsx";
 
 export default function EnvironmentsPage() {
   return (
-    <div>
-      <PageHeader title="Environments" />
-      <div className="grid gap-6 lg:grid-cols-3">
-        <Card title="All environments" className="min-w-0 lg:col-span-2">
-          <EnvironmentList />
-        </Card>
-        <Card title="New environment" className="min-w-0">
-          <CreateEnvironmentForm />
-        </Card>
-      </div>
-    </div>
+    <Page title="Environments">
+      <ListWithForm
+        list={{ title: "All environments", content: <EnvironmentList /> }}
+        form={{ title: "New environment", content: <CreateEnvironmentForm /> }}
+      />
+    </Page>
   );
 }

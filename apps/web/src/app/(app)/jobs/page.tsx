@@ -1,15 +1,15 @@
 "use client";
-
+// Jobs: the team's RL, SFT and evaluation jobs, and the way to start one.
 import { JobList } from "../../../components/jobs/job-list.tsx";
-import { ButtonLink, Card, PageHeader } from "../../../components/ui.tsx";
+import { Page } from "../../../components/shared/page.tsx";
+import { ButtonLink, Card } from "../../../components/ui.tsx";
 
 export default function JobsPage() {
   return (
-    <div>
-      <PageHeader title="Jobs" actions={<ButtonLink href="/jobs/new">New job</ButtonLink>} />
+    <Page title="Jobs" actions={<ButtonLink href="/jobs/new">New job</ButtonLink>}>
       <Card>
         <JobList />
       </Card>
-    </div>
+    </Page>
   );
 }

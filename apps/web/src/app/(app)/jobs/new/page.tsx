@@ -1,13 +1,12 @@
 "use client";
-
+// /jobs/new: the form that starts a job.
 import { JobForm } from "../../../../components/jobs/job-form.tsx";
-import { PageHeader } from "../../../../components/ui.tsx";
+import { Page } from "../../../../components/shared/page.tsx";
 
 export default function NewJobPage() {
   return (
-    <div>
-      <PageHeader title="New job" />
+    <Page title="New job">
       <JobForm />
-    </div>
+    </Page>
   );
 }

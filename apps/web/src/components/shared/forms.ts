@@ -1,15 +1,22 @@
-"use client";
 // Form plumbing shared by every create form: text fields parsed by zod on the
 // client before anything is sent, and server errors placed next to the field
-// they name.
-import type { InputHTMLAttributes } from "react";
+// they name. The fields themselves are in fields.tsx, the submit cycle in
+// use-create-form.ts.
 import { z } from "zod";
-import { Field, INPUT } from "../ui.tsx";
 import { errorCode, errorMessage } from "./api.ts";
 
 /** Field name → message; FORM holds what belongs to no single field. */
 export type FormErrors = Record<string, string>;
 export const FORM = "_form";
+
+/** A form's values as a call's input, or the errors by field. */
+export type Parsed<T> = { ok: true; input: T } | { ok: false; errors: FormErrors };
+
+/** The values checked by a zod schema: its output, or the first error of each field. */
+export function parseWith<S extends z.ZodType>(schema: S, values: unknown): Parsed<z.output<S>> {
+  const parsed = schema.safeParse(values);
+  return parsed.success ? { ok: true, input: parsed.data } : { ok: false, errors: zodErrors(parsed.error) };
+}
 
 /** The first issue of each top-level field (nested paths report at their last key). */
 export function zodErrors(error: z.ZodError): FormErrors {
@@ -95,48 +102,4 @@ export function formValues(form: HTMLFormElement): Record<string, string> {
   const values: Record<string, string> = {};
   for (const [key, value] of new FormData(form)) if (typeof value === "string") values[key] = value;
   return values;
-}
-
-/** A labelled text input with its error next to it; `numeric` for numbers typed as text. */
-export function TextField({
-  label,
-  name,
-  errors,
-  hint,
-  numeric,
-  ...input
-}: {
-  label: string;
-  name: string;
-  errors: FormErrors;
-  hint?: string;
-  /** "numeric" (whole numbers) or "decimal": the keyboard a phone shows. */
-  numeric?: "numeric" | "decimal";
-} & Omit<InputHTMLAttributes<HTMLInputElement>, "name" | "id">) {
-  const error = errors[name];
-  return (
-    <Field label={label} name={name} error={error} hint={hint}>
-      <input
-        type="text"
-        id={name}
-        name={name}
-        inputMode={numeric}
-        aria-invalid={error ? true : undefined}
-        aria-describedby={error ? `${name}-error` : undefined}
-        className={INPUT}
-        {...input}
-      />
-    </Field>
-  );
-}
-
-/** A form-level error, or nothing. */
-export function FormError({ errors }: { errors: FormErrors }) {
-  const message = errors[FORM];
-  if (!message) return null;
-  return (
-    <p role="alert" className="rounded border border-red-200 bg-red-50 p-3 text-sm text-red-800">
-      {message}
-    </p>
-  );
 }
