@@ -2,6 +2,7 @@
 // states), with the defaults next to the schema that declares them (the API's
 // create call, the in-process clients and the worker's sessions all read these).
 import { z } from "zod";
+import { DIVERGENCE_BOUNDS } from "./divergence.ts";
 import { ZSamplerHandle } from "./handles.ts";
 import { idRequest } from "./resources.ts";
 
@@ -18,7 +19,12 @@ export const ZCreateAdapterRequest = z
     baseModel: z.string().min(1),
     kind: z.enum(["LORA", "FULL"]).default("LORA"),
     rank: z.number().int().min(1).max(1024).default(LORA_DEFAULTS.rank),
-    alpha: z.number().positive().finite().default(LORA_DEFAULTS.alpha),
+    // The delta is scaled by alpha / rank: far past this, a step's update swamps the base weights.
+    alpha: z
+      .number()
+      .positive()
+      .max(DIVERGENCE_BOUNDS.maxAlpha, `alpha must be at most ${DIVERGENCE_BOUNDS.maxAlpha}`)
+      .default(LORA_DEFAULTS.alpha),
     trainAttn: z.boolean().default(true),
     trainMlp: z.boolean().default(true),
     trainUnembed: z.boolean().default(false),

@@ -4,6 +4,7 @@ export * from "./api-keys.ts";
 export * from "./checks.ts";
 export * from "./clients.ts";
 export * from "./datum.ts";
+export * from "./divergence.ts";
 export * from "./handles.ts";
 export * from "./jobs.ts";
 export * from "./losses.ts";

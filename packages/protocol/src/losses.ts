@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DIVERGENCE_BOUNDS } from "./divergence.ts";
 import { ZTensorData } from "./tensor.ts";
 
 /** Server-side losses, summed over target tokens (DESIGN.md C10). */
@@ -43,7 +44,15 @@ export const LOSS_INPUTS: Record<LossFn, readonly string[]> = {
 };
 
 export const ZAdamParams = z.object({
-  learningRate: z.number().nonnegative().finite().default(1e-4),
+  // AdamW moves each weight by about the learning rate per step: past 1 a run only diverges.
+  learningRate: z
+    .number()
+    .nonnegative()
+    .max(
+      DIVERGENCE_BOUNDS.maxLearningRate,
+      `learningRate must be at most ${DIVERGENCE_BOUNDS.maxLearningRate}`,
+    )
+    .default(1e-4),
   beta1: z.number().min(0).lt(1).default(0.9),
   beta2: z.number().min(0).lt(1).default(0.95),
   eps: z.number().nonnegative().finite().default(1e-12),

@@ -10,6 +10,7 @@ import {
   float32Tensor,
   type LossFn,
   type LossFnConfig,
+  nonFiniteMessage,
   type OptimStepOutput,
   ZAdamParams,
   ZLossFn,
@@ -20,6 +21,9 @@ import { type Policy, zeroGrads } from "../policy/policy.ts";
 import { type PreparedImage, prepareInput } from "../vision/input.ts";
 import { groupByTokens, pack } from "./batching.ts";
 import { type DatumLossInputs, emptyTotals, lossAndGrad, lossMetrics, readLossInputs } from "./losses.ts";
+
+/** The largest float32 whose square is still finite. */
+const FLOAT32_SQUARE_LIMIT = Math.sqrt(3.4028234663852886e38);
 
 export interface TrainerOptions {
   /** Tokens per forward pass; larger batches run as several passes (same result). */
@@ -71,13 +75,15 @@ export class Trainer {
       throw new Error("optimStep: no gradients were accumulated since the last optimStep");
     const grads = this.policy.tensors.map((t) => t.grad);
     const norm = gradNorm(grads);
-    if (!Number.isFinite(norm)) {
-      zeroGrads(this.policy);
-      throw new RangeError(
-        `optimStep: the gradient norm is ${norm}; the step was not applied and the gradients were cleared`,
-      );
-    }
+    if (!Number.isFinite(norm)) this.refuseGradient("gradient norm", norm);
     const scale = adam.gradClipNorm > 0 && norm > adam.gradClipNorm ? adam.gradClipNorm / norm : 1;
+    // AdamW squares each scaled gradient in float32: past this its second moment
+    // would be Infinity, and that weight frozen for good.
+    if (norm * scale > FLOAT32_SQUARE_LIMIT)
+      this.refuseGradient(
+        `squared gradient in float32 (gradient norm ${(norm * scale).toExponential(2)})`,
+        Number.POSITIVE_INFINITY,
+      );
     const step = this.policy.step + 1;
     for (const t of this.policy.tensors) {
       adamwStep(
@@ -99,6 +105,32 @@ export class Trainer {
     return {
       metrics: { "grad_norm:value": norm, "learning_rate:value": adam.learningRate, "step:value": step },
     };
+  }
+
+  /** Clears the gradients and throws: the update is not applied. */
+  private refuseGradient(what: string, value: number): never {
+    zeroGrads(this.policy);
+    throw new RangeError(
+      nonFiniteMessage(
+        "optimStep",
+        what,
+        value,
+        "the step was not applied (weights and AdamW moments unchanged) and the gradients were cleared",
+      ),
+    );
+  }
+
+  /** Clears the gradients (earlier passes of the call may have added to them) and throws. */
+  private refuseNonFiniteLoss(op: string, loss: number, index: number): never {
+    zeroGrads(this.policy);
+    throw new RangeError(
+      nonFiniteMessage(
+        op,
+        `loss at data[${index}]`,
+        loss,
+        "no gradients were added and the accumulated ones were cleared (weights and AdamW moments unchanged)",
+      ),
+    );
   }
 
   private prepare(op: string, data: Datum[], lossFn: LossFn): Prepared[] {
@@ -132,6 +164,7 @@ export class Trainer {
     const logprobsOut: Float32Array[] = new Array(prepared.length);
     const totals = emptyTotals();
     for (const group of groupByTokens(prepared, this.maxTokensPerPass)) {
+      let nonFiniteAt: number | undefined;
       const batch = pack(group);
       const { logprobs, tape } = forward(this.policy.params, batch);
       const dLoss = new Float32Array(logprobs.length);
@@ -146,9 +179,13 @@ export class Trainer {
           dLoss.subarray(start, start + item.tokens.length),
           totals,
         );
+        // Once non-finite the sum stays so: the first datum that made it so is the culprit.
+        if (nonFiniteAt === undefined && !Number.isFinite(totals.loss)) nonFiniteAt = item.index;
         logprobsOut[item.index] = item.imageTargets ? withoutImageTargets(own, item.imageTargets) : own;
       });
       if (train) {
+        // A non-finite loss would spread NaN into every gradient it reaches: refuse the call instead.
+        if (nonFiniteAt !== undefined) this.refuseNonFiniteLoss(op, totals.loss, nonFiniteAt);
         // backward takes dL/dlogp; the tape's memory is released when it returns.
         backward(this.policy.params, tape, dLoss);
         this.policy.hasGrad = true;

@@ -3,12 +3,13 @@
 // sampler at the sync point. Validation runs the same rollout with no loss and
 // no optimizer. Written against the client interfaces, so it runs unchanged
 // with in-process or remote clients.
-import type {
-  AdamParamsInput,
-  LossFnConfig,
-  SamplingClient,
-  SamplingParamsInput,
-  TrainingClient,
+import {
+  type AdamParamsInput,
+  divergedAt,
+  type LossFnConfig,
+  type SamplingClient,
+  type SamplingParamsInput,
+  type TrainingClient,
 } from "@opentinker/protocol";
 import type { RlDataset } from "../env/types.ts";
 import type { MetricsRecord, MetricsSink } from "../metrics/sink.ts";
@@ -177,7 +178,12 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
     });
     // Cut short: this step's episodes are incomplete, so none of it is trained or stored.
     if (config.signal?.aborted) break;
-    const { record, trained, trajectories } = await trainOnGroups(config, groups, sampler.version);
+    // A non-finite loss or gradient norm changed nothing: the run ends here as diverged.
+    const { record, trained, trajectories } = await trainOnGroups(config, groups, sampler.version).catch(
+      (error: unknown) => {
+        throw divergedAt(step, error);
+      },
+    );
     record.step = step;
     // Sync point: the next rollout window samples the new snapshot.
     if (trained) sampler = await publish(tc);

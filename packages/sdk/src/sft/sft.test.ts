@@ -1,5 +1,5 @@
 import type { InProcessServiceClient } from "@opentinker/engine";
-import { lossInput, modelInputTokens } from "@opentinker/protocol";
+import { buildSftDatum, DivergedError, lossInput, modelInputTokens } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tinyService } from "../test-fixtures.ts";
 import { type ChatTokenizer, conversationToDatum } from "./render.ts";
@@ -54,5 +54,23 @@ describe("SFT", () => {
     expect(history).toHaveLength(15);
     expect(history[14]?.["val/loss/mean"]).toBeLessThan((history[0]?.["loss/mean"] as number) * 0.7);
     expect(handle).toMatch(/^opentinker:\/\/sdk\/adapter-\d+\/sampler\/1$/);
+  });
+
+  it("trainSft ends as diverged at the step whose loss is non-finite, having stored the steps before it", async () => {
+    const tc = await service.createLoraTrainingClient({ baseModel: "tiny", rank: 8, seed: 1 });
+    const good = conversationToDatum(tokenizer, conversation);
+    // A weight finite as a double but Infinity as float32: the step's loss is non-finite.
+    const bad = buildSftDatum({ sequence: [10, 20, 30, 40], weights: [0, 1e39, 1e39, 1e39] });
+    const stored: number[] = [];
+    const run = trainSft({
+      trainingClient: tc,
+      data: [good, good, bad, good],
+      batchSize: 1,
+      adam: { learningRate: 1 },
+      onStep: async (record) => void stored.push(record.step),
+    });
+    await expect(run).rejects.toThrow(DivergedError);
+    await expect(run).rejects.toThrow(/^diverged at step 2: forwardBackward: non-finite loss at data\[0\]/);
+    expect(stored).toEqual([0, 1]);
   });
 });

@@ -1,7 +1,15 @@
 // The SFT loop: epochs of batches of datums through forwardBackward with
 // cross-entropy, an optimizer step each batch, metrics to a sink, and a published
 // snapshot at the end.
-import type { AdamParamsInput, Datum, TrainingClient } from "@opentinker/protocol";
+import {
+  type AdamParamsInput,
+  type ApiFuture,
+  type Datum,
+  divergedAt,
+  type ForwardBackwardOutput,
+  type OptimStepOutput,
+  type TrainingClient,
+} from "@opentinker/protocol";
 import type { MetricsRecord, MetricsSink } from "../metrics/sink.ts";
 
 export interface TrainSftConfig {
@@ -26,6 +34,11 @@ export function sftSteps(config: Pick<TrainSftConfig, "data" | "epochs" | "batch
   return (config.epochs ?? 1) * Math.ceil(config.data.length / (config.batchSize ?? 8));
 }
 
+/** Both results' metrics, the forwardBackward's error first when it failed. */
+async function stepMetrics(fb: ApiFuture<ForwardBackwardOutput>, opt: ApiFuture<OptimStepOutput>) {
+  return { ...(await fb.result()).metrics, ...(await opt.result()).metrics };
+}
+
 export async function trainSft(
   config: TrainSftConfig,
 ): Promise<{ history: MetricsRecord[]; handle: string | null }> {
@@ -40,7 +53,10 @@ export async function trainSft(
       // Queued back to back; results are collected after both are accepted.
       const fb = await tc.forwardBackward(config.data.slice(start, start + batchSize), "cross_entropy");
       const opt = await tc.optimStep(config.adam);
-      const metrics = { ...(await fb.result()).metrics, ...(await opt.result()).metrics };
+      // A non-finite loss or gradient norm changed nothing: the run ends here as diverged.
+      const metrics = await stepMetrics(fb, opt).catch((error: unknown) => {
+        throw divergedAt(step, error);
+      });
       const record: MetricsRecord = { step, epoch };
       for (const [k, v] of Object.entries(metrics)) record[k.replace(":", "/")] = v;
       if (config.validation && start + batchSize >= config.data.length) {
