@@ -35,6 +35,9 @@ export const GUESS_RANGES: readonly number[] = [8, 12, 16, 20, 24];
  */
 export const GUESS_VALIDATION_RANGE = 16;
 
+/** Guesses before an episode ends, unless the config says otherwise. */
+export const GUESS_MAX_TURNS = 6;
+
 export const guessSplit = (t: GuessTask): Split =>
   t.max === GUESS_VALIDATION_RANGE ? "validation" : "train";
 
@@ -62,7 +65,7 @@ export class GuessNumberEnv implements Env {
   }
 
   get maxTurns(): number {
-    return this.options.maxTurns ?? 6;
+    return this.options.maxTurns ?? GUESS_MAX_TURNS;
   }
 
   async initialObservation() {

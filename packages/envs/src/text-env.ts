@@ -19,9 +19,11 @@ export interface TextEnvOptions {
 }
 
 export const DEFAULT_FORMAT_PENALTY = -0.1;
+/** Tokens the model may write per turn, unless the config says otherwise. */
+export const DEFAULT_MAX_TOKENS = 8;
 
 export function rendererFor(tokenizer: RendererTokenizer, options: TextEnvOptions): ChatRenderer {
-  return new ChatRenderer(tokenizer, { maxTokens: options.maxTokens ?? 8 });
+  return new ChatRenderer(tokenizer, { maxTokens: options.maxTokens ?? DEFAULT_MAX_TOKENS });
 }
 
 /** An integer answer, or null when the action is malformed. */

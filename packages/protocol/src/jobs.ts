@@ -6,8 +6,11 @@ import { ZAdamParams } from "./losses.ts";
 import { idRequest } from "./resources.ts";
 
 /** Built-in environments a server-side job can run (packages/envs). */
-export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number"] as const;
+export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number", "nim", "shapes"] as const;
 export const ZBuiltinEnvironment = z.enum(BUILTIN_ENVIRONMENTS);
+
+/** nim: who the learner plays while training (self-play trains every seat of its games). */
+export const NIM_OPPONENTS = ["self-play", "random", "optimal"] as const;
 
 export const ZBuiltinEnvConfig = z
   .object({
@@ -18,10 +21,41 @@ export const ZBuiltinEnvConfig = z
     maxGuesses: z.number().int().min(1).max(64),
     formatPenalty: z.number().finite(),
     maxTokens: z.number().int().min(1).max(4096),
+    /** nim: the training opponent; validation and EVAL jobs play the random one unless a fixed one is named. */
+    opponent: z.enum(NIM_OPPONENTS),
+    /** nim: the reward of an illegal move (worse than a loss, −1). */
+    illegalPenalty: z.number().finite().min(-100).max(0),
+    /** nim: any token is a move (for a model that rarely writes digits). */
+    lenient: z.boolean(),
   })
   .partial()
   .strict();
 export type BuiltinEnvConfig = z.infer<typeof ZBuiltinEnvConfig>;
+export type BuiltinEnvConfigKey = keyof BuiltinEnvConfig;
+
+/** The config fields each built-in reads (the others are ignored, as they always were). */
+export const BUILTIN_CONFIG_FIELDS: Record<z.infer<typeof ZBuiltinEnvironment>, BuiltinEnvConfigKey[]> = {
+  arithmetic: ["maxOperand", "formatPenalty", "maxTokens"],
+  "guess-number": ["maxNumber", "maxGuesses", "formatPenalty", "maxTokens"],
+  nim: ["opponent", "illegalPenalty", "lenient"],
+  shapes: ["formatPenalty", "maxTokens"],
+};
+
+/**
+ * What an absent field means, as packages/envs applies it (its tests hold the
+ * two equal), so the dashboard can show it. guess-number draws its range per
+ * game when maxNumber is absent.
+ */
+export const BUILTIN_CONFIG_DEFAULTS = {
+  maxOperand: 12,
+  maxNumber: "drawn per game from 8, 12, 16, 20, 24 (16 held out for validation)",
+  maxGuesses: 6,
+  formatPenalty: -0.1,
+  maxTokens: 8,
+  opponent: "self-play",
+  illegalPenalty: -1.5,
+  lenient: false,
+} as const satisfies Record<BuiltinEnvConfigKey, string | number | boolean>;
 
 export const ZEnvironmentInput = z.discriminatedUnion("kind", [
   z.object({
@@ -202,7 +236,7 @@ export const ZEnvironmentRequest = z
   .object({
     name: z.string(),
     kind: z.enum(["BUILTIN", "REMOTE"]),
-    builtin: z.string().optional(),
+    builtin: ZBuiltinEnvironment.optional(),
     url: z.string().optional(),
     config: configByKind([ZBuiltinEnvConfig, z.record(z.string(), z.unknown())]).optional(),
   })

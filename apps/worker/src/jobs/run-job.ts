@@ -4,11 +4,11 @@
 // the training state is checkpointed every `checkpointEvery` steps, so that a job
 // whose worker died resumes elsewhere from its last checkpoint.
 import { recordJobStep } from "@opentinker/db";
-import { type PolicySession, tokenizerOf } from "@opentinker/engine";
+import { type PolicySession, tokenizerOf, visionDims } from "@opentinker/engine";
 import { formatJobCheckpointName, ZEvalJobConfig, ZRlJobConfig, ZSftJobConfig } from "@opentinker/protocol";
 import { conversationToDatum, evaluate, scoreStep, trainRl, trainSft } from "@opentinker/sdk";
 import type { EngineHost } from "../engine-host.ts";
-import { type EnvironmentRow, environmentDataset } from "./datasets.ts";
+import { type DatasetModel, type EnvironmentRow, environmentDataset } from "./datasets.ts";
 import { jobSampler, jobTrainingClient } from "./job-clients.ts";
 import { trajectoryRows } from "./trajectories.ts";
 
@@ -42,6 +42,15 @@ function environmentOf(job: RunnableJob): EnvironmentRow {
   return job.environment;
 }
 
+/** The job's environment as a dataset of `shape`, drawn for the base model (its picture size, if any). */
+function jobDataset(run: JobRun, shape: Parameters<typeof environmentDataset>[1]) {
+  const vision = run.session.policy.base.config.vision;
+  const model: DatasetModel = {
+    image: vision ? { size: vision.imageSize, tokens: visionDims(vision).numPatches } : null,
+  };
+  return environmentDataset(environmentOf(run.job), shape, run.host.remoteEnvHosts, model);
+}
+
 async function runRl(run: JobRun): Promise<void> {
   const { host, job, session } = run;
   const config = ZRlJobConfig.parse(job.config);
@@ -54,11 +63,7 @@ async function runRl(run: JobRun): Promise<void> {
   };
   await trainRl({
     trainingClient: jobTrainingClient(host, session, job.id, run.signal),
-    dataset: environmentDataset(
-      environmentOf(job),
-      { ...shape, split: "train", batches: config.steps },
-      host.remoteEnvHosts,
-    ),
+    dataset: jobDataset(run, { ...shape, split: "train", batches: config.steps }),
     lossFn: config.lossFn,
     adam: config.adam,
     sampling: config.sampling,
@@ -71,17 +76,13 @@ async function runRl(run: JobRun): Promise<void> {
       ? {
           validation: {
             every: config.validation.every,
-            dataset: environmentDataset(
-              environmentOf(job),
-              {
-                ...shape,
-                split: "validation",
-                batches: 1,
-                groupsPerBatch: config.validation.groups,
-                groupSize: 1,
-              },
-              host.remoteEnvHosts,
-            ),
+            dataset: jobDataset(run, {
+              ...shape,
+              split: "validation",
+              batches: 1,
+              groupsPerBatch: config.validation.groups,
+              groupSize: 1,
+            }),
           },
         }
       : {}),
@@ -126,7 +127,7 @@ async function runEval(run: JobRun): Promise<void> {
     groupsPerBatch: config.groups,
     groupSize: config.groupSize,
   };
-  const dataset = environmentDataset(environmentOf(job), shape, host.remoteEnvHosts);
+  const dataset = jobDataset(run, shape);
   const result = await evaluate(sampler, dataset, {
     sampling: config.sampling,
     seed: config.seed,

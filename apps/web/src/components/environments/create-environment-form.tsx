@@ -9,6 +9,7 @@ import { z } from "zod";
 import { useTRPC } from "../../lib/trpc.ts";
 import {
   CreatedNotice,
+  type FieldErrorMap,
   FormError,
   RadioGroup,
   SelectField,
@@ -18,13 +19,19 @@ import {
 import { type Parsed, zodErrors } from "../shared/forms.ts";
 import { useCreateForm } from "../shared/use-create-form.ts";
 import {
+  BUILTIN_ABOUT,
   BUILTIN_ENVIRONMENTS,
   BUILTIN_LABEL,
   type BuiltinEnvironment,
   CONFIG_FIELDS,
   CONFIG_LABEL,
+  type ConfigKey,
+  choicesOf,
   configSchema,
-  describeBounds,
+  defaultPlaceholder,
+  describeDefault,
+  fieldHint,
+  isChoiceField,
 } from "./builtin-config.ts";
 
 type Kind = "BUILTIN" | "REMOTE";
@@ -51,7 +58,7 @@ function parse(
       : z.object({ name: ZName, url: z.string().trim().pipe(ZUrl) });
   const parsed = fields.safeParse({ ...values, config: values });
   if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
-  const data = parsed.data as { name: string; url?: string; config?: Record<string, number | undefined> };
+  const data = parsed.data as { name: string; url?: string; config?: Record<string, unknown> };
   const input =
     kind === "BUILTIN"
       ? {
@@ -103,20 +110,13 @@ export function CreateEnvironmentForm() {
               setErrors({});
             }}
           />
+          <p className="text-xs text-gray-600">{BUILTIN_ABOUT[builtin]}</p>
           <fieldset className="space-y-3">
             <legend className="text-sm font-medium">Config</legend>
             <p className="text-xs text-gray-500">Leave a field empty for the environment's default.</p>
             <div className="grid gap-4 sm:grid-cols-2">
               {CONFIG_FIELDS[builtin].map((key) => (
-                <TextField
-                  key={`${builtin}-${key}`}
-                  label={CONFIG_LABEL[key].label}
-                  name={key}
-                  errors={errors}
-                  // A penalty is usually negative: a phone's numeric pads have no minus sign.
-                  numeric={key === "formatPenalty" ? undefined : "numeric"}
-                  hint={`${CONFIG_LABEL[key].about} (${describeBounds(key)})`}
-                />
+                <ConfigField key={`${builtin}-${key}`} field={key} errors={errors} />
               ))}
             </div>
           </fieldset>
@@ -136,5 +136,29 @@ export function CreateEnvironmentForm() {
       {created && <CreatedNotice>Created environment {created.name}.</CreatedNotice>}
       <SubmitButton label="Create environment" pending={pending} />
     </form>
+  );
+}
+
+// Penalties are usually negative: a phone's numeric pads have no minus sign.
+const SIGNED: readonly ConfigKey[] = ["formatPenalty", "illegalPenalty"];
+
+/** One config field, with its default shown: a list (empty: the default) or a number typed as text. */
+function ConfigField({ field, errors }: { field: ConfigKey; errors: FieldErrorMap }) {
+  const { label } = CONFIG_LABEL[field];
+  if (isChoiceField(field))
+    return (
+      <SelectField label={label} name={field} errors={errors} choices={choicesOf(field)} defaultValue="">
+        <option value="">Default ({describeDefault(field)})</option>
+      </SelectField>
+    );
+  return (
+    <TextField
+      label={label}
+      name={field}
+      errors={errors}
+      numeric={SIGNED.includes(field) ? undefined : "numeric"}
+      placeholder={defaultPlaceholder(field)}
+      hint={fieldHint(field)}
+    />
   );
 }

@@ -7,7 +7,7 @@ import { ConfirmButton } from "../shared/confirm-button.tsx";
 import { useRefreshingMutation } from "../shared/use-refreshing-mutation.ts";
 import { When } from "../shared/when.tsx";
 import { type Column, QueryTable } from "../ui.tsx";
-import { BUILTIN_LABEL, CONFIG_LABEL, isBuiltin } from "./builtin-config.ts";
+import { BUILTIN_LABEL, CONFIG_LABEL, describeValue, isBuiltin, isConfigKey } from "./builtin-config.ts";
 
 type Environment = Outputs["environments"]["list"][number];
 
@@ -49,7 +49,9 @@ function Settings({ environment: e }: { environment: Environment }) {
   return (
     <>
       {entries
-        .map(([key, value]) => `${CONFIG_LABEL[key as keyof typeof CONFIG_LABEL]?.label ?? key}: ${value}`)
+        .map(([key, value]) =>
+          isConfigKey(key) ? `${CONFIG_LABEL[key].label}: ${describeValue(key, value)}` : `${key}: ${value}`,
+        )
         .join(" · ")}
     </>
   );

@@ -1,0 +1,22 @@
+// The dashboard shows each environment field's default from the protocol's
+// BUILTIN_CONFIG_DEFAULTS (the web imports no environment code): these hold it
+// equal to what the environments do when the field is absent.
+import { BUILTIN_CONFIG_DEFAULTS } from "@opentinker/protocol";
+import { describe, expect, it } from "vitest";
+import { ARITHMETIC_MAX_OPERAND } from "./arithmetic.ts";
+import { GUESS_MAX_TURNS, GUESS_RANGES, GUESS_VALIDATION_RANGE } from "./guess-number.ts";
+import { NIM_ILLEGAL_PENALTY } from "./nim.ts";
+import { DEFAULT_FORMAT_PENALTY, DEFAULT_MAX_TOKENS } from "./text-env.ts";
+
+describe("the built-in environments' defaults, as the protocol states them", () => {
+  it("match the constants the environments apply", () => {
+    expect(BUILTIN_CONFIG_DEFAULTS.maxOperand).toBe(ARITHMETIC_MAX_OPERAND);
+    expect(BUILTIN_CONFIG_DEFAULTS.formatPenalty).toBe(DEFAULT_FORMAT_PENALTY);
+    expect(BUILTIN_CONFIG_DEFAULTS.maxTokens).toBe(DEFAULT_MAX_TOKENS);
+    expect(BUILTIN_CONFIG_DEFAULTS.maxGuesses).toBe(GUESS_MAX_TURNS);
+    expect(BUILTIN_CONFIG_DEFAULTS.illegalPenalty).toBe(NIM_ILLEGAL_PENALTY);
+    expect(BUILTIN_CONFIG_DEFAULTS.maxNumber).toBe(
+      `drawn per game from ${GUESS_RANGES.join(", ")} (${GUESS_VALIDATION_RANGE} held out for validation)`,
+    );
+  });
+});
