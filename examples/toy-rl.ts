@@ -53,7 +53,10 @@ export async function toyRl(
   });
 }
 
-/** Runs the toy task as an example does: progress on the console, metrics in examples/out/<name>.jsonl. */
+/**
+ * Runs the toy task as an example does: progress on stderr (a bar on a terminal,
+ * else a line per step), metrics in examples/out/<name>.jsonl.
+ */
 export async function runToyRlExample(
   service: ServiceClient,
   options: { baseModel: string; steps: number; name: string },
@@ -63,7 +66,11 @@ export async function runToyRlExample(
     baseModel: options.baseModel,
     steps: options.steps,
     sink: fanOut(
-      new ConsoleSink({ keys: ["reward/mean", "loss/sum", "policy/version"], total: options.steps }),
+      new ConsoleSink({
+        keys: ["reward/mean", "loss/sum", "policy/version"],
+        // A bar redraws itself with carriage returns: only for a terminal. A pipe or log gets a line per step.
+        ...(process.stderr.isTTY ? { total: options.steps } : {}),
+      }),
       new JsonlSink(metricsFile),
     ),
   });

@@ -31,14 +31,21 @@ export function runCommand(
   });
 }
 
+/** How a stop ended: the process was already gone, exited on SIGTERM, or had to be killed. */
+export type StopOutcome = "not running" | "exited" | "killed";
+
 /** SIGTERM, then SIGKILL if the process is still there after `graceMs`. */
-export function stopProcess(child: ChildProcess, graceMs = 15_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+export function stopProcess(child: ChildProcess, graceMs = 15_000): Promise<StopOutcome> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve("not running");
   return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    let outcome: StopOutcome = "exited";
+    const timer = setTimeout(() => {
+      outcome = "killed";
+      child.kill("SIGKILL");
+    }, graceMs);
     child.once("exit", () => {
       clearTimeout(timer);
-      resolve();
+      resolve(outcome);
     });
     child.kill("SIGTERM");
   });

@@ -5,7 +5,6 @@ import {
   createDb,
   type DatabaseServer,
   DatabaseUnreachableError,
-  type Db,
   DEMO_USER_EMAIL,
   describeDatabaseUrl,
   migrate,
@@ -18,26 +17,10 @@ import { withBuildLock } from "./build-lock.ts";
 import { inheritedEnv, REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService } from "./processes.ts";
 import { sessionSecret } from "./session-secret.ts";
+import { type Services, stopDatabase, stopServices } from "./shutdown.ts";
 import { Supervised } from "./supervise.ts";
 
 const say = (line: string) => console.log(`opentinker: ${line}`);
-
-/** What runs once the database is up; stopped in reverse on Ctrl-C or a failed start. */
-interface Services {
-  db: Db | null;
-  web: Supervised | null;
-  worker: Supervised | null;
-  /** The worker process's row, from its "registered as" line. */
-  workerId: string | null;
-}
-
-async function stopServices(services: Services): Promise<void> {
-  await Promise.all([services.web?.stop(), services.worker?.stop()]);
-  // A worker that had to be killed could not release what it held: do it for it.
-  if (services.db && services.workerId)
-    await releaseLostWorker(services.db, services.workerId).catch(() => {});
-  await services.db?.$disconnect();
-}
 
 async function main(): Promise<void> {
   const env = readStartEnv();
@@ -49,27 +32,29 @@ async function main(): Promise<void> {
   );
   const services: Services = { db: null, web: null, worker: null, workerId: null };
   let stopping = false;
-  const shutdown = async (code: number) => {
+  const shutdown = async (code: number, why: string) => {
     if (stopping) return;
     stopping = true;
-    say("stopping: the web process and the worker drain, then the database stops");
-    await stopServices(services);
-    await server.stop();
+    say(`stopping (${why}): the web process and the worker drain, then the database stops`);
+    await stopServices(services, say);
+    await stopDatabase(server, say);
     say("stopped");
     process.exit(code);
   };
-  process.on("SIGINT", () => void shutdown(0));
-  process.on("SIGTERM", () => void shutdown(0));
+  // Signals sent to this process alone (kill <pid>, a service manager) stop it as Ctrl-C does.
+  process.on("SIGINT", () => void shutdown(0, "SIGINT"));
+  process.on("SIGTERM", () => void shutdown(0, "SIGTERM"));
   try {
     await startServices(env, server, services, (reason) => {
       if (stopping) return;
       console.error(`opentinker: ${reason}; stopping`);
-      void shutdown(1);
+      void shutdown(1, reason);
     });
   } catch (error) {
-    // Don't leave an embedded cluster (or a child) running behind a failed start.
-    await stopServices(services);
-    await server.stop();
+    // Don't leave an embedded cluster (or a child) running behind a failed start; the error says why.
+    const quiet = () => {};
+    await stopServices(services, quiet);
+    await stopDatabase(server, quiet);
     throw error;
   }
 }

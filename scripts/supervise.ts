@@ -2,7 +2,7 @@
 // up is restarted with backoff (saying so in one line), while the others keep
 // serving; one that dies before it came up fails the start, as before.
 import type { ChildProcess } from "node:child_process";
-import { stopProcess } from "./processes.ts";
+import { type StopOutcome, stopProcess } from "./processes.ts";
 
 /** Waits before the 1st, 2nd, … restart; the last one repeats. */
 const BACKOFF_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
@@ -66,9 +66,9 @@ export class Supervised {
   }
 
   /** Stops the service for good (SIGTERM, then SIGKILL after the grace), with no restart. */
-  async stop(graceMs?: number): Promise<void> {
+  async stop(graceMs?: number): Promise<StopOutcome> {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
-    if (this.child) await stopProcess(this.child, graceMs);
+    return this.child ? stopProcess(this.child, graceMs) : "not running";
   }
 }

@@ -70,12 +70,36 @@ function workerPid(started: Started): number | undefined {
   return undefined;
 }
 
-function runRemoteExample(url: string, key: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "examples/rl-remote.ts", "--url", url, "--steps", "2"],
-    { cwd: ROOT, env: { ...process.env, OPENTINKER_API_KEY: key }, stdio: ["ignore", "pipe", "pipe"] },
-  );
+/** SIGINT to the start process alone, as `kill -INT <pid>` or a service manager sends it. */
+function interruptAlone(started: Started): void {
+  if (started.child.pid !== undefined && started.child.exitCode === null)
+    process.kill(started.child.pid, "SIGINT");
+}
+
+/** The exit, or (after interrupting the whole group, so nothing is left behind) an error past `ms`. */
+async function exitWithin(started: Started, ms: number): Promise<number | string | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+  });
+  const exit = await Promise.race([started.exit, late]);
+  clearTimeout(timer);
+  if (exit !== "late") return exit;
+  interrupt(started);
+  await started.exit;
+  throw new Error(`npm start did not stop within ${ms / 1000} s`);
+}
+
+function runRemoteExample(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  // Output piped, as into a log: the progress bar must not draw there.
+  const child = spawn(process.execPath, ["--import", "tsx", "examples/rl-remote.ts", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
@@ -133,9 +157,13 @@ describe("npm start", () => {
       expect(await page.text()).toContain("OpenTinker");
       // The remote example trains against this server with the printed key.
       const key = /API key \(shown once, keep it\): (ot_\S+)/.exec(first.output())?.[1] as string;
-      const example = await runRemoteExample(url, key);
+      const example = await runRemoteExample(["--url", url, "--steps", "2"], { OPENTINKER_API_KEY: key });
       expect(example.output, example.output).toMatch(/reward \d\.\d+ → \d\.\d+ over 2 steps/);
       expect(example.code).toBe(0);
+      // Piped: a plain line per step, no carriage-return redraws of a bar.
+      expect(example.output).not.toContain("\r");
+      expect(example.output).toMatch(/^step 0 /m);
+      expect(example.output).toMatch(/^step 1 /m);
     } finally {
       interrupt(first);
     }
@@ -184,11 +212,33 @@ describe("npm start", () => {
       expect(((await health.json()) as Online).workers.online).toBe(1);
       expect(workerPid(second)).not.toBe(pid);
     } finally {
-      interrupt(second);
+      // Not Ctrl-C's group signal: this process alone has to stop its children.
+      interruptAlone(second);
     }
-    expect([0, "SIGINT"]).toContain(await second.exit);
-    expect(second.output()).toMatch(/opentinker: stopped/);
+    expect([0, "SIGINT"]).toContain(await exitWithin(second, 30_000));
+    const stages = second.output().slice(second.output().indexOf("opentinker: stopping"));
+    expect(stages).toMatch(
+      /^opentinker: stopping \(SIGINT\): the web process and the worker drain, then the database stops$/m,
+    );
+    expect(stages).toMatch(/^opentinker: web process stopped \(\d+\.\d s\)$/m);
+    expect(stages).toMatch(/^worker: SIGTERM, draining$/m);
+    expect(stages).toMatch(/^opentinker: worker process stopped \(\d+\.\d s\)$/m);
+    expect(stages).toMatch(/^opentinker: database: embedded Postgres stopped \(\d+\.\d s\)$/m);
+    expect(stages).toMatch(/^opentinker: stopped$/m);
+    expect(workerPid(second)).toBeUndefined();
+    expect(existsSync(path.join(dataDir, "pg", "postmaster.pid"))).toBe(false);
   }, 600_000);
+
+  it("the remote example against an unreachable server says so in one line naming the URL", async () => {
+    const url = `http://127.0.0.1:${await findFreePort()}`;
+    // The URL from OPENTINKER_URL, as a user sets it for a server elsewhere.
+    const run = await runRemoteExample([], { OPENTINKER_URL: url, OPENTINKER_API_KEY: "ot_unused" });
+    expect(run.code).toBe(1);
+    const lines = run.output.trim().split("\n");
+    expect(lines, run.output).toHaveLength(1);
+    expect(lines[0]).toContain(`rl-remote: cannot reach the OpenTinker server at ${url} (ECONNREFUSED)`);
+    expect(run.output).not.toContain("TypeError");
+  }, 60_000);
 
   it("an unreachable DATABASE_URL stops start-up with one line naming the host", async () => {
     const port = await findFreePort();
