@@ -74,6 +74,7 @@ describe("dashboard", () => {
 
     await page.goto(jobUrl);
     await page.getByRole("button", { name: "Cancel job" }).click();
+    await page.getByRole("button", { name: "Cancel job" }).click(); // the confirmation
     await page.getByText("CANCELLED").first().waitFor(WAIT);
     expect(problems).toEqual([]);
   }, 240_000);
@@ -153,4 +154,94 @@ describe("dashboard", () => {
     await screenshot(page, "form-errors-phone");
     expect(await stack.t.db.adapter.count()).toBe(before);
   }, 60_000);
+
+  it("answers an unknown path with the dashboard's 404 and a way back, and cancels a job only when confirmed", async () => {
+    const { page } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    const missing = await page.goto(`${stack.url}/no-such-page`);
+    expect(missing?.status()).toBe(404);
+    await page.getByRole("heading", { name: "Page not found" }).waitFor(WAIT);
+    const nav = page.getByRole("navigation", { name: "Main" });
+    for (const section of ["Overview", "Adapters", "Environments", "Jobs", "API keys"])
+      expect(await nav.getByRole("link", { name: section, exact: true }).count()).toBe(1);
+    await screenshot(page, "404");
+    await page.getByRole("link", { name: "Back to the overview" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor(WAIT);
+
+    const post = async (route: string, body: unknown) => {
+      const response = await fetch(`${stack.url}/api/v1${route}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return (await response.json()) as { id: string };
+    };
+    const adapter = await post("/adapters", { name: "e2e-cancel", baseModel: "tiny-random", rank: 2 });
+    const env = await post("/environments", { name: "cancel-env", kind: "BUILTIN", builtin: "arithmetic" });
+    const job = await post("/jobs", {
+      kind: "RL",
+      adapterId: adapter.id,
+      environmentId: env.id,
+      config: { steps: 5000, groupsPerStep: 1, groupSize: 2 },
+    });
+    await page.goto(`${stack.url}/jobs/${job.id}`);
+    await page.getByRole("button", { name: "Cancel job" }).click();
+    // One click only asks, and the safe answer has the focus.
+    const keep = page.getByRole("button", { name: "Keep running" });
+    await keep.waitFor(WAIT);
+    expect(await page.locator(":focus").textContent()).toBe("Keep running");
+    await screenshot(page, "cancel-confirmation");
+    await keep.click();
+    const row = () => stack.t.db.job.findUniqueOrThrow({ where: { id: job.id } });
+    expect((await row()).cancelRequestedAt).toBeNull();
+
+    await page.getByRole("button", { name: "Cancel job" }).click();
+    await page.getByRole("button", { name: "Cancel job" }).click();
+    await page.getByText("CANCELLED").first().waitFor(WAIT);
+    expect((await row()).cancelRequestedAt).not.toBeNull();
+    // Once the job has ended, the indicator no longer says live.
+    await page.locator('[data-connection="ended"]').waitFor(WAIT);
+  }, 120_000);
+
+  it("creates every built-in environment kind from the form, showing each field's default", async () => {
+    const { page } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    await page.goto(`${stack.url}/environments`);
+    await page.getByRole("heading", { name: "Environments", exact: true }).waitFor(WAIT);
+    const create = async (name: string, builtin: string, fill: () => Promise<void> = async () => {}) => {
+      await page.getByLabel("Name").fill(name);
+      await page.getByLabel("Environment").selectOption(builtin);
+      await fill();
+      await page.getByRole("button", { name: "Create environment" }).click();
+      await page.getByText(`Created environment ${name}.`).waitFor(WAIT);
+    };
+    await create("kind-arithmetic", "arithmetic", async () => {
+      await page.getByText("default: 12").waitFor(WAIT);
+    });
+    await create("kind-guess", "guess-number");
+    await create("kind-nim", "nim", async () => {
+      await page.getByText("default: -1.5").waitFor(WAIT);
+      expect(await page.getByLabel("Opponent").locator("option").first().textContent()).toBe(
+        "Default (Self-play)",
+      );
+      await page.getByLabel("Opponent").selectOption("optimal");
+      await page.getByLabel("Lenient moves").selectOption("true");
+    });
+    await create("kind-shapes", "shapes", async () => {
+      await page.getByText(/vision-language base model/).waitFor(WAIT);
+      await page.getByLabel("Max tokens").fill("4");
+    });
+    await screenshot(page, "environments-every-kind");
+    const rows = await stack.t.db.environment.findMany({
+      where: { name: { startsWith: "kind-" } },
+      select: { name: true, builtin: true, config: true },
+      orderBy: { name: "asc" },
+    });
+    expect(rows).toEqual([
+      { name: "kind-arithmetic", builtin: "arithmetic", config: {} },
+      { name: "kind-guess", builtin: "guess-number", config: {} },
+      { name: "kind-nim", builtin: "nim", config: { opponent: "optimal", lenient: true } },
+      { name: "kind-shapes", builtin: "shapes", config: { maxTokens: 4 } },
+    ]);
+  }, 120_000);
 });

@@ -1,20 +1,12 @@
 "use client";
 // Every signed-in page: the navigation, the team switcher, sign-out; signed-out
 // visitors go to /sign-in.
-import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { type ReactNode, useEffect } from "react";
 import { ChoiceOptions } from "../../components/shared/fields.tsx";
+import { AppFrame } from "../../components/shared/nav.tsx";
 import { ErrorState, Loading } from "../../components/ui.tsx";
 import { authRequest, useResetAfterSessionChange, useSession } from "../../lib/session.ts";
-
-const NAV = [
-  { href: "/", label: "Overview" },
-  { href: "/adapters", label: "Adapters" },
-  { href: "/environments", label: "Environments" },
-  { href: "/jobs", label: "Jobs" },
-  { href: "/api-keys", label: "API keys" },
-];
 
 export default function AppLayout({ children }: { children: ReactNode }) {
   const session = useSession();
@@ -40,55 +32,37 @@ export default function AppLayout({ children }: { children: ReactNode }) {
   }
 
   return (
-    <div>
-      <header className="border-b border-gray-200 bg-white">
-        <div className="mx-auto flex max-w-6xl flex-wrap items-center gap-x-6 gap-y-2 px-4 py-3">
-          <Link href="/" className="text-lg font-semibold">
-            OpenTinker
-          </Link>
-          <nav aria-label="Main" className="flex flex-wrap gap-1">
-            {NAV.map((item) => {
-              const active = item.href === "/" ? pathname === "/" : pathname.startsWith(item.href);
-              return (
-                <Link
-                  key={item.href}
-                  href={item.href}
-                  aria-current={active ? "page" : undefined}
-                  className={`rounded px-2 py-1 text-sm ${active ? "bg-blue-50 font-medium text-blue-700" : "text-gray-700 hover:bg-gray-100"}`}
-                >
-                  {item.label}
-                </Link>
-              );
-            })}
-          </nav>
-          <div className="ml-auto flex items-center gap-3 text-sm">
-            {teams.length > 1 ? (
-              <label className="flex items-center gap-1">
-                <span className="sr-only">Team</span>
-                <select
-                  aria-label="Team"
-                  value={team.id}
-                  onChange={(e) => void switchTeam(e.target.value)}
-                  className="rounded border border-gray-300 bg-white px-2 py-1"
-                >
-                  <ChoiceOptions choices={teams.map((t) => ({ value: t.id, label: t.name }))} />
-                </select>
-              </label>
-            ) : (
-              <span className="text-gray-600">{team.name}</span>
-            )}
-            <span className="hidden text-gray-500 sm:inline">{user.email}</span>
-            <button
-              type="button"
-              onClick={() => void signOut()}
-              className="rounded px-2 py-1 hover:bg-gray-100"
-            >
-              Sign out
-            </button>
-          </div>
-        </div>
-      </header>
-      <main className="mx-auto max-w-6xl px-4 py-6">{children}</main>
-    </div>
+    <AppFrame
+      pathname={pathname}
+      aside={
+        <>
+          {teams.length > 1 ? (
+            <label className="flex items-center gap-1">
+              <span className="sr-only">Team</span>
+              <select
+                aria-label="Team"
+                value={team.id}
+                onChange={(e) => void switchTeam(e.target.value)}
+                className="rounded border border-gray-300 bg-white px-2 py-1"
+              >
+                <ChoiceOptions choices={teams.map((t) => ({ value: t.id, label: t.name }))} />
+              </select>
+            </label>
+          ) : (
+            <span className="text-gray-600">{team.name}</span>
+          )}
+          <span className="hidden text-gray-500 sm:inline">{user.email}</span>
+          <button
+            type="button"
+            onClick={() => void signOut()}
+            className="rounded px-2 py-1 hover:bg-gray-100"
+          >
+            Sign out
+          </button>
+        </>
+      }
+    >
+      {children}
+    </AppFrame>
   );
 }

@@ -1,16 +1,18 @@
 "use client";
-// One job: its state, a cancel button while it runs, and its metrics live
+// One job: its state, a cancel (asked twice) while it runs, and its metrics live
 // (Socket.IO: history on subscribe, then a `metrics` event per step and a
 // `status` event when it ends).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { type Connection, useJobMetrics } from "../../lib/realtime.ts";
 import { useTRPC } from "../../lib/trpc.ts";
+import { ConfirmButton } from "../shared/confirm-button.tsx";
 import { Page } from "../shared/page.tsx";
-import { Button, ButtonLink, Card, ErrorState, Loading, Stat, StatusBadge, timeAgo } from "../ui.tsx";
+import { ButtonLink, Card, ErrorState, Loading, Stat, StatusBadge, timeAgo } from "../ui.tsx";
 import { isActive, type Job, useAdapterNames } from "./api.ts";
 import { JobCharts, LatestMetrics } from "./metric-charts.tsx";
 import { formatNumber, latestValue, type MetricRow } from "./metric-table.ts";
+import { type LiveState, latestStep, liveState, stepsDone, totalSteps } from "./steps.ts";
 
 /** Without a live connection, keep the page roughly current (with one, a worker taking the job is pushed). */
 const OFFLINE_POLL_MS = 5_000;
@@ -86,7 +88,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
           <h2 id="metrics-heading" className="text-lg font-medium">
             Metrics
           </h2>
-          <LiveIndicator connection={connection} />
+          <LiveIndicator connection={connection} jobActive={isActive(data.status)} />
         </div>
         <JobCharts rows={rows} />
         <LatestMetrics rows={rows} />
@@ -104,8 +106,8 @@ function JobSummary({ job, rows }: { job: Job; rows: readonly MetricRow[] }) {
   const adapterNames = useAdapterNames();
   const environments = useQuery({ ...trpc.environments.list.queryOptions({}), enabled: !!job.environmentId });
   const environment = environments.data?.find((e) => e.id === job.environmentId);
-  const totalSteps = typeof job.config.steps === "number" ? job.config.steps : undefined;
   const policyVersion = latestValue(rows, "policy/version");
+  const newest = latestStep(job.step);
 
   return (
     <Card>
@@ -122,10 +124,12 @@ function JobSummary({ job, rows }: { job: Job; rows: readonly MetricRow[] }) {
           </Link>
         </Stat>
         <Stat label="Environment">{job.environmentId ? (environment?.name ?? job.environmentId) : "—"}</Stat>
-        <Stat label="Step">
-          <span className="tabular-nums">
-            {job.step}
-            {totalSteps !== undefined && ` of ${totalSteps}`}
+        <Stat label="Latest step">
+          <span data-testid="latest-step" className="tabular-nums">
+            {newest === undefined ? "—" : newest}
+          </span>
+          <span className="ml-2 text-xs tabular-nums text-gray-500">
+            {stepsDone(job.step, totalSteps(job))}
           </span>
         </Stat>
         <Stat label="Policy version">
@@ -165,50 +169,52 @@ function CancelJob({ job }: { job: Job }) {
       },
     }),
   );
-  const requested = job.cancelRequested;
   return (
-    <div className="mt-4 flex flex-wrap items-center gap-3 border-t border-gray-100 pt-4">
-      <Button
-        variant="danger"
-        disabled={requested || cancel.isPending}
-        aria-describedby={requested ? "cancel-state" : undefined}
-        onClick={() => cancel.mutate({ jobId: job.id })}
-      >
-        Cancel job
-      </Button>
-      {requested && (
-        <p id="cancel-state" role="status" className="text-sm text-gray-700">
+    <div className="mt-4 border-t border-gray-100 pt-4">
+      {job.cancelRequested ? (
+        <p role="status" className="text-sm text-gray-700">
           Cancellation requested: the job stops after its current step.
         </p>
+      ) : (
+        <ConfirmButton
+          label="Cancel job"
+          variant="danger"
+          question="Cancel this job? It stops after its current step."
+          confirmLabel="Cancel job"
+          keepLabel="Keep running"
+          onConfirm={() => cancel.mutate({ jobId: job.id })}
+          pending={cancel.isPending}
+          error={cancel.error}
+        />
       )}
-      {cancel.error && <ErrorState error={cancel.error} />}
     </div>
   );
 }
 
-const CONNECTION_TEXT: Record<Connection["state"], string> = {
+const LIVE_TEXT: Record<LiveState, string> = {
   connecting: "Connecting…",
   live: "Live",
   reconnecting: "Reconnecting…",
   failed: "Live updates unavailable",
+  ended: "Ended: no more steps will arrive",
 };
 
-function LiveIndicator({ connection }: { connection: Connection }) {
-  const colour =
-    connection.state === "live"
-      ? "bg-green-500"
-      : connection.state === "failed"
-        ? "bg-red-500"
-        : "bg-yellow-400";
+const LIVE_COLOUR: Record<LiveState, string> = {
+  connecting: "bg-yellow-400",
+  live: "bg-green-500",
+  reconnecting: "bg-yellow-400",
+  failed: "bg-red-500",
+  ended: "bg-gray-400",
+};
+
+/** Green only while the job can still send steps (RUNNING or QUEUED) and the socket is up. */
+function LiveIndicator({ connection, jobActive }: { connection: Connection; jobActive: boolean }) {
+  const state = liveState(connection.state, jobActive);
   return (
-    <p
-      role="status"
-      className="flex items-center gap-2 text-sm text-gray-600"
-      data-connection={connection.state}
-    >
-      <span aria-hidden="true" className={`inline-block h-2 w-2 rounded-full ${colour}`} />
-      {CONNECTION_TEXT[connection.state]}
-      {connection.state === "failed" && `: ${connection.error}`}
+    <p role="status" className="flex items-center gap-2 text-sm text-gray-600" data-connection={state}>
+      <span aria-hidden="true" className={`inline-block h-2 w-2 rounded-full ${LIVE_COLOUR[state]}`} />
+      {LIVE_TEXT[state]}
+      {state === "failed" && connection.state === "failed" && `: ${connection.error}`}
     </p>
   );
 }

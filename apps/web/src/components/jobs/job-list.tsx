@@ -5,6 +5,7 @@ import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
 import { type Column, QueryTable, StatusBadge, timeAgo } from "../ui.tsx";
 import { isActive, type Job, useAdapterNames } from "./api.ts";
+import { stepsDone, totalSteps } from "./steps.ts";
 
 const REFRESH_MS = 5_000;
 
@@ -36,7 +37,7 @@ function columns(adapterNames: ReadonlyMap<string, string>): Column<Job>[] {
       ),
     },
     { head: "Adapter", cell: (job) => adapterNames.get(job.adapterId) ?? job.adapterId },
-    { head: "Step", cell: (job) => job.step, className: "tabular-nums" },
+    { head: "Progress", cell: (job) => stepsDone(job.step, totalSteps(job)), className: "tabular-nums" },
     { head: "Created", cell: (job) => timeAgo(job.createdAt), className: "whitespace-nowrap text-gray-600" },
   ];
 }

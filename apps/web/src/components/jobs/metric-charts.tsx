@@ -5,7 +5,7 @@
 import { useId } from "react";
 import { Area, CartesianGrid, ComposedChart, Legend, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts";
 import { Empty } from "../ui.tsx";
-import { formatNumber, type MetricRow, metricNames } from "./metric-table.ts";
+import { formatNumber, listedMetrics, type MetricRow, metricNames } from "./metric-table.ts";
 
 const BLUE = "#2563eb";
 const COLORS = [BLUE, "#ea580c", "#16a34a", "#9333ea"];
@@ -283,14 +283,12 @@ export function LatestMetrics({ rows }: { rows: readonly MetricRow[] }) {
     <details className="rounded-lg border border-gray-200 bg-white p-3 text-sm shadow-sm">
       <summary className="cursor-pointer font-medium">All metrics at step {last.step}</summary>
       <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 sm:grid-cols-[auto_1fr_auto_1fr]">
-        {Object.keys(last.values)
-          .sort()
-          .map((name) => (
-            <div key={name} className="contents">
-              <dt className="font-mono text-xs text-gray-600">{name}</dt>
-              <dd className="tabular-nums">{formatNumber(last.values[name] as number)}</dd>
-            </div>
-          ))}
+        {listedMetrics(last.values).map(([name, v]) => (
+          <div key={name} className="contents">
+            <dt className="font-mono text-xs text-gray-600">{name}</dt>
+            <dd className="tabular-nums">{formatNumber(v)}</dd>
+          </div>
+        ))}
       </dl>
     </details>
   );

@@ -3,6 +3,7 @@ import {
   EMPTY_TABLE,
   formatNumber,
   latestValue,
+  listedMetrics,
   mergePoints,
   mergeStep,
   mergeSteps,
@@ -60,5 +61,14 @@ describe("metric table", () => {
     expect(formatNumber(12345)).toBe("12,345");
     expect(formatNumber(0.123456)).toBe("0.1235");
     expect(formatNumber(0.00001234)).toBe("1.23e-5");
+  });
+
+  it("all metrics leaves out the step bookkeeping, which would read as the step off by one", () => {
+    expect(listedMetrics({ "reward/mean": 0.5, step: 197, "step/value": 198, "grad_norm/value": 2 })).toEqual(
+      [
+        ["grad_norm/value", 2],
+        ["reward/mean", 0.5],
+      ],
+    );
   });
 });

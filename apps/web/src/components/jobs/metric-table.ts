@@ -58,6 +58,21 @@ export function metricNames(rows: readonly MetricRow[]): string[] {
   return [...new Set(rows.flatMap((row) => Object.keys(row.values)))].sort();
 }
 
+/**
+ * Bookkeeping the step's own number already says: `step` is the row's step
+ * (the RL loop records it), `step/value` the optimizer's count of the
+ * adapter's updates (AdamW counts from 1; the snapshot's trainer step), which
+ * on a fresh adapter reads as the step off by one.
+ */
+const BOOKKEEPING = new Set(["step", "step/value"]);
+
+/** The metrics of one step worth listing, by name, sorted. */
+export function listedMetrics(values: Readonly<Record<string, number>>): [string, number][] {
+  return Object.entries(values)
+    .filter(([name]) => !BOOKKEEPING.has(name))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 /** Compact, readable figures: 12,345 · 0.1235 · 1.2e-5. */
 export function formatNumber(value: number): string {
   if (!Number.isFinite(value)) return String(value);

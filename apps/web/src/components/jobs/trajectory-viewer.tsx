@@ -15,6 +15,7 @@ import { Page } from "../shared/page.tsx";
 import { ButtonLink, Card, Empty, ErrorState, Loading, Stat, StatusBadge } from "../ui.tsx";
 import { isActive, type Job, type Trajectory } from "./api.ts";
 import { formatNumber } from "./metric-table.ts";
+import { latestStep } from "./steps.ts";
 import { tokenKind, turnAdvantages, visibleSegments } from "./tokens.ts";
 
 const REFRESH_MS = 5_000;
@@ -64,7 +65,8 @@ function StepView({ job }: { job: Job }) {
   const router = useRouter();
   const pathname = usePathname();
   const search = useSearchParams();
-  const lastStep = job.step - 1;
+  // Only rendered once a step is stored (see above), so there is a newest step.
+  const lastStep = latestStep(job.step) ?? 0;
   const step = Math.min(intParam(search.get("step")) ?? lastStep, lastStep);
   const trajectories = useQuery(trpc.jobs.trajectories.queryOptions({ jobId: job.id, step, decode: true }));
 

@@ -3,6 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "../../lib/trpc.ts";
 import { isActive, type Job, useAdapterNames } from "../jobs/api.ts";
+import { stepsDone, totalSteps } from "../jobs/steps.ts";
 import { AdapterLink, JobIdLink } from "../shared/links.tsx";
 import { When } from "../shared/when.tsx";
 import { Card, type Column, QueryTable, StatusBadge } from "../ui.tsx";
@@ -23,7 +24,7 @@ function columns(names: ReadonlyMap<string, string>): Column<Job>[] {
       cell: (job) => <AdapterLink id={job.adapterId} name={names.get(job.adapterId) ?? job.adapterId} />,
     },
     { head: "Status", cell: (job) => <StatusBadge status={job.status} /> },
-    { head: "Step", cell: progress, className: "tabular-nums" },
+    { head: "Progress", cell: (job) => stepsDone(job.step, totalSteps(job)), className: "tabular-nums" },
     {
       head: "Since",
       cell: (job) => <When iso={job.startedAt ?? job.createdAt} />,
@@ -47,10 +48,4 @@ export function ActiveJobs() {
       />
     </Card>
   );
-}
-
-/** "12 / 100" when the job's config says how many steps it runs, else the step. */
-function progress(job: Job): string {
-  const steps = job.config.steps;
-  return typeof steps === "number" ? `${job.step} / ${steps}` : String(job.step);
 }

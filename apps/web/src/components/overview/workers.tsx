@@ -27,8 +27,8 @@ export function Workers() {
                 <LoadBar host={w.host} placed={w.placedAdapters} capacity={w.capacity} />
                 <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-3 gap-y-1 text-xs text-gray-600">
                   <dt>Models</dt>
-                  <dd className="break-all">
-                    {w.loadedModels.length ? w.loadedModels.join(", ") : "none loaded"}
+                  <dd>
+                    <ModelNames names={w.loadedModels} />
                   </dd>
                   <dt>Heartbeat</dt>
                   <dd>
@@ -41,6 +41,20 @@ export function Workers() {
         )}
       </QueryList>
     </Card>
+  );
+}
+
+/** Model names whole: a row wraps between names, never inside one ("opentinker-" / "vl-tiny"). */
+function ModelNames({ names }: { names: readonly string[] }) {
+  if (names.length === 0) return <>none loaded</>;
+  return (
+    <ul className="flex flex-wrap gap-x-1.5 gap-y-1">
+      {names.map((name) => (
+        <li key={name} className="whitespace-nowrap rounded bg-gray-100 px-1.5">
+          {name}
+        </li>
+      ))}
+    </ul>
   );
 }
 
