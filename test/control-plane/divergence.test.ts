@@ -3,65 +3,40 @@
 // and a server-side job whose environment's rewards blow up (under the largest
 // learning rate the schemas allow) ends FAILED as "diverged" at that step, with
 // its last good snapshot still loadable.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE, ControlPlane, type Team, until } from "./harness.ts";
+import { BASE, type ControlPlane, type Team, until } from "./harness.ts";
+import { type RemoteEnvStack, startRemoteEnvStack } from "./remote-env-server.ts";
 
 /** The step whose rewards blow up (each step answers `GROUP` episodes). */
 const EXPLODES_AT = 2;
 const GROUP = 4;
 
+let stack: RemoteEnvStack;
 let cp: ControlPlane;
 let team: Team;
-let envServer: Server;
 let envUrl: string;
 
-/**
- * A remote environment paying 0 or 1 by episode (so every group has signal),
- * then, from step EXPLODES_AT on, 0 or 1e300: finite on the wire, but an
- * advantage past float32's range, so the step's loss is non-finite.
- */
-function startEnv(): Promise<void> {
+beforeAll(async () => {
   let next = 0;
   let answered = 0;
-  envServer = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      res.setHeader("content-type", "application/json");
-      if (req.url === "/env/reset")
-        return void res.end(
-          JSON.stringify({
-            sessionId: `s${next++}`,
-            observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30] }] },
-            stop: { stop: [], maxTokens: 2 },
-          }),
-        );
-      const scale = answered >= EXPLODES_AT * GROUP ? 1e300 : 1;
-      res.end(JSON.stringify({ reward: (answered++ % 2) * scale, done: true }));
-    });
-  });
-  return new Promise((resolve) =>
-    envServer.listen(0, "127.0.0.1", () => {
-      envUrl = `http://127.0.0.1:${(envServer.address() as AddressInfo).port}/env`;
-      resolve();
+  // Pays 0 or 1 by episode (so every group has signal), then, from step
+  // EXPLODES_AT on, 0 or 1e300: finite on the wire, but an advantage past
+  // float32's range, so the step's loss is non-finite.
+  stack = await startRemoteEnvStack({
+    reset: () => ({
+      sessionId: `s${next++}`,
+      observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30] }] },
+      stop: { stop: [], maxTokens: 2 },
     }),
-  );
-}
-
-beforeAll(async () => {
-  await startEnv();
-  const allowed = new URL(envUrl).host;
-  process.env.OPENTINKER_REMOTE_ENV_HOSTS = allowed;
-  cp = await ControlPlane.start();
+    step: () => {
+      const scale = answered >= EXPLODES_AT * GROUP ? 1e300 : 1;
+      return { reward: (answered++ % 2) * scale, done: true };
+    },
+  });
+  ({ cp, url: envUrl } = stack);
   team = await cp.team("divergence");
-  await cp.startWorker({ OPENTINKER_REMOTE_ENV_HOSTS: allowed });
 }, 60_000);
-afterAll(async () => {
-  delete process.env.OPENTINKER_REMOTE_ENV_HOSTS;
-  envServer?.close();
-  await cp?.stop();
-});
+afterAll(() => stack?.stop());
 
 async function createAdapter(name: string): Promise<string> {
   const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {

@@ -1,65 +1,33 @@
 // A server-side RL job over a remote environment: an HTTP server on an
 // allow-listed host answering reset/step; the job trains through it.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE, ControlPlane, type Team } from "./harness.ts";
+import { BASE, type ControlPlane, type Team } from "./harness.ts";
+import { type RemoteEnvStack, startRemoteEnvStack } from "./remote-env-server.ts";
 
+let stack: RemoteEnvStack;
 let cp: ControlPlane;
 let team: Team;
-let envServer: Server;
 let envUrl = "";
 const resets: { split: string; seed: number; index: number }[] = [];
 
-/** The toy task over HTTP: answer with one token whose id is below 141. */
-function startEnvServer(): Promise<void> {
-  let next = 0;
-  envServer = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c: Buffer) => {
-      body += c.toString();
-    });
-    req.on("end", () => {
-      const input = JSON.parse(body);
-      res.setHeader("content-type", "application/json");
-      if (req.url === "/env/reset") {
-        resets.push(input);
-        res.end(
-          JSON.stringify({
-            sessionId: `s${next++}`,
-            observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30, 40 + (input.index % 3)] }] },
-            stop: { stop: [], maxTokens: 1 },
-          }),
-        );
-      } else if (req.url === "/env/step") {
-        res.end(JSON.stringify({ reward: input.action[0] < 141 ? 1 : 0, done: true }));
-      } else {
-        res.statusCode = 404;
-        res.end("{}");
-      }
-    });
-  });
-  return new Promise((resolve) =>
-    envServer.listen(0, "127.0.0.1", () => {
-      envUrl = `http://127.0.0.1:${(envServer.address() as AddressInfo).port}/env`;
-      resolve();
-    }),
-  );
-}
-
 beforeAll(async () => {
-  await startEnvServer();
-  const allowed = new URL(envUrl).host;
-  process.env.OPENTINKER_REMOTE_ENV_HOSTS = allowed;
-  cp = await ControlPlane.start();
+  let next = 0;
+  // The toy task over HTTP: answer with one token whose id is below 141.
+  stack = await startRemoteEnvStack({
+    reset: (input) => {
+      resets.push(input);
+      return {
+        sessionId: `s${next++}`,
+        observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30, 40 + (input.index % 3)] }] },
+        stop: { stop: [], maxTokens: 1 },
+      };
+    },
+    step: (input) => ({ reward: (input.action[0] as number) < 141 ? 1 : 0, done: true }),
+  });
+  ({ cp, url: envUrl } = stack);
   team = await cp.team("remote-env");
-  await cp.startWorker({ OPENTINKER_REMOTE_ENV_HOSTS: allowed });
 }, 60_000);
-afterAll(async () => {
-  delete process.env.OPENTINKER_REMOTE_ENV_HOSTS;
-  envServer?.close();
-  await cp?.stop();
-});
+afterAll(() => stack?.stop());
 
 describe("remote environments", () => {
   it("train a server-side RL job through reset/step on an allow-listed host", async () => {
