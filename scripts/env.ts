@@ -34,8 +34,3 @@ export function readStartEnv(source: NodeJS.ProcessEnv = process.env): StartEnv 
   }
   return parsed.data;
 }
-
-/** The environment the web and worker processes run with: this one's, plus `overrides`. */
-export function inheritedEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
-  return { ...process.env, ...overrides };
-}

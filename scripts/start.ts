@@ -7,6 +7,7 @@ import {
   DatabaseUnreachableError,
   DEMO_USER_EMAIL,
   describeDatabaseUrl,
+  inheritedEnv,
   migrate,
   openDatabaseServer,
   releaseLostWorker,
@@ -14,7 +15,7 @@ import {
 } from "@opentinker/db";
 import { baseModels } from "./base-models.ts";
 import { withBuildLock } from "./build-lock.ts";
-import { inheritedEnv, REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
+import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService } from "./processes.ts";
 import { sessionSecret } from "./session-secret.ts";
 import { type Services, stopDatabase, stopServices } from "./shutdown.ts";

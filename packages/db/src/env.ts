@@ -39,7 +39,7 @@ export function staleAfterMs(): number {
   return ms;
 }
 
-/** The environment a child process (Postgres) runs with: this one's, plus `overrides`. */
+/** The environment a child process (Postgres, or npm start's web and worker) runs with: this one's, plus `overrides`. */
 export function inheritedEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
   return { ...process.env, ...overrides };
 }
