@@ -6,7 +6,7 @@
 // one call into phases. Postgres: DATABASE_URL's server when set, else an
 // embedded cluster; each section uses fresh databases and drops them. Progress
 // goes to stderr; stdout gets one JSON object with --json, else a summary.
-import { cpus, loadavg } from "node:os";
+import { machineInfo } from "@opentinker/kernels";
 import { BenchControlPlane } from "./control-plane.ts";
 import { benchGraphileWorker, benchPgBoss } from "./dispatch.ts";
 import { benchOverhead } from "./overhead.ts";
@@ -87,13 +87,8 @@ async function main() {
   process.once("SIGINT", interrupted);
   process.once("SIGTERM", interrupted);
   try {
-    const machine = {
-      cpu: cpus()[0]?.model ?? "unknown",
-      cores: cpus().length,
-      node: process.versions.node,
-      /** Anything well above 0 means something else was running: the figures are not clean. */
-      loadAverageAtStart: Number((loadavg()[0] ?? 0).toFixed(2)),
-    };
+    // CPU, flags, OpenBLAS; its loadAverage well above 0 means something else was running: the figures are not clean.
+    const machine = { ...machineInfo(), node: process.versions.node };
     const server = await openBenchServer(process.env.DATABASE_URL || undefined, teardown);
     progress(`database: ${server.embedded ? "embedded Postgres" : "DATABASE_URL"}`);
     return {
@@ -124,7 +119,9 @@ main().then(
     process.exit(0);
   },
   (error: unknown) => {
-    progress(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    // fetch's "fetch failed" says why only in its cause (a reset, a refused connection).
+    const cause = error instanceof Error && error.cause ? ` (cause: ${String(error.cause)})` : "";
+    progress(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}${cause}`);
     process.exit(1);
   },
 );

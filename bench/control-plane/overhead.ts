@@ -3,7 +3,7 @@
 // same model, at 1 client and at many clients issuing calls back to back.
 import type { BenchControlPlane, RequestPhases } from "./control-plane.ts";
 import { type CpuSnapshot, cpuPerCall } from "./cpu.ts";
-import { type Latency, latency, loops, progress, round } from "./stats.ts";
+import { type Latency, latency, loops, progress } from "./stats.ts";
 import type { Teardown } from "./teardown.ts";
 import { inProcessService, sampleWorkload, trainingWorkload, type Workload } from "./workloads.ts";
 
@@ -13,13 +13,16 @@ export interface OverheadRun {
   roundTrip: Latency;
   /** The first POST alone (validated, enqueued, future returned). */
   accept: Latency;
-  /** The same work in-process, at the same concurrency. */
+  /** The same work in-process, each call paired with one through the API. */
   engine: Latency;
-  /** Round trip minus engine, percentile by percentile (ms). */
-  overhead: { p50: number; p95: number };
+  /** Per pair, the API call's round trip minus its in-process twin's time: percentiles of those samples (ms). */
+  overhead: Latency;
   /** Medians of each call's phases (ms), from its Request row's timestamps; null if none could be read. */
   phases: Record<keyof RequestPhases, number> | null;
-  /** CPU ms per call of each process through the API; `other`: the rest of the machine (contention). */
+  /**
+   * CPU ms per pair (one call through the API, its twin in-process) of each
+   * process; `bench` includes the in-process twin; `other`: the rest of the machine (contention).
+   */
   cpuMsPerCall: CpuSnapshot | null;
 }
 
@@ -37,11 +40,23 @@ async function run(
   clients: number,
   perClient: number,
 ): Promise<OverheadRun> {
-  progress(`${workload.name}: ${clients} client(s) × ${perClient} calls`);
-  const { result: calls, cpuMsPerCall } = await cpuPerCall(cp, clients * perClient, () =>
-    loops(clients, perClient, (c) => workload.viaApi(c)),
+  progress(`${workload.name}: ${clients} client(s) × ${perClient} pairs of calls`);
+  // Each client alternates a call through the API with the same call in-process
+  // (A B, B A, A B, …), so each overhead sample pairs two calls made moments apart
+  // under the same load, and its percentiles are those of real per-call overheads.
+  const turns = new Array<number>(clients).fill(0);
+  const { result: pairs, cpuMsPerCall } = await cpuPerCall(cp, clients * perClient, () =>
+    loops(clients, perClient, async (c) => {
+      turns[c] = (turns[c] ?? 0) + 1;
+      if ((turns[c] as number) % 2 === 1) {
+        const api = await workload.viaApi(c);
+        return { api, engineMs: await workload.inProcess(c) };
+      }
+      const engineMs = await workload.inProcess(c);
+      return { api: await workload.viaApi(c), engineMs };
+    }),
   );
-  const engine = latency(await loops(clients, perClient, (c) => workload.inProcess(c)));
+  const calls = pairs.map((p) => p.api);
   const roundTrip = latency(calls.map((c) => c.done - c.sent));
   const phases = await cp.phases(calls);
   const median = (key: keyof RequestPhases) => latency(phases.map((p) => p[key])).p50;
@@ -49,8 +64,8 @@ async function run(
     clients,
     roundTrip,
     accept: latency(calls.map((c) => c.accepted - c.sent)),
-    engine,
-    overhead: { p50: round(roundTrip.p50 - engine.p50), p95: round(roundTrip.p95 - engine.p95) },
+    engine: latency(pairs.map((p) => p.engineMs)),
+    overhead: latency(pairs.map((p) => p.api.done - p.api.sent - p.engineMs)),
     phases:
       phases.length === 0
         ? null

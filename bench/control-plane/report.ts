@@ -58,7 +58,7 @@ function overhead(cp: NonNullable<BenchResult["controlPlane"]>): string[] {
 export function readable(result: BenchResult): string {
   const m = result.machine;
   const parts = [
-    `machine: ${m.cpu} × ${m.cores}, Node ${m.node}, load average at start ${m.loadAverageAtStart}`,
+    `machine: ${m.cpu} × ${m.cores} (${m.flags.join(" ") || "flags unknown"}), OpenBLAS ${m.openblas.system ? "installed" : "absent"}, Node ${m.node}, load average at start ${m.loadAverage}`,
   ];
   if (result.controlPlane) parts.push(...overhead(result.controlPlane));
   if (result.pipelined) {

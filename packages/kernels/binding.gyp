@@ -12,6 +12,9 @@
         "src/cpu/gemm_packed.cc",
         "src/cpu/gemm_dot.cc",
         "src/cpu/gemm_binding.cc",
+        "src/cpu/gemm_bf16.cc",
+        "src/cpu/gemm_bf16_binding.cc",
+        "src/cpu/isa.cc",
         "src/cpu/lora.cc",
         "src/cpu/lora_binding.cc",
         "src/cpu/attention.cc",
@@ -32,9 +35,14 @@
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17"],
-      "cflags_cc": ["-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "cflags_cc": ["-std=c++17", "-O3", "-fno-math-errno", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "ldflags": ["-pthread"],
       "conditions": [
+        ["target_arch=='x64'", {
+          "cflags_cc": ["-march=x86-64-v3"]
+        }, {
+          "cflags_cc": ["-march=native"]
+        }],
         ["use_blas==1", {
           "defines": ["OT_HAVE_CBLAS=1"],
           "libraries": ["-lopenblas"]

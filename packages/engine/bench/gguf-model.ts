@@ -1,4 +1,5 @@
-// Our Llama / Qwen2 models as GGUF files that llama.cpp loads (f32), so the
+// Our Llama / Qwen2 models as GGUF files that llama.cpp loads (f32, or bf16
+// matrices when the model holds them in bf16), so the
 // sampler benchmark can run llama.cpp on exactly the same weights. The mapping
 // follows llama.cpp's convert_hf_to_gguf.py (LlamaModel, Qwen2Model):
 // - tensor names: token_embd, blk.N.attn_{norm,q,k,v,output}, blk.N.ffn_{norm,gate,up,down},
@@ -7,17 +8,20 @@
 // The tokenizer is synthetic: the benchmark feeds token ids, never text.
 import { basename } from "node:path";
 import {
+  floatsToBf16,
   loadModelConfig,
   loadModelWeights,
   type ModelConfig,
   type ModelWeights,
+  type WeightDtype,
 } from "../src/model/index.ts";
 import { modelWeightTensors } from "../src/model/weights.ts";
 import { byteToUnicode } from "../src/testing/tiny-tokenizer.ts";
 import { type GgufFile, type GgufTensor, type GgufValue, gguf, writeGguf } from "./gguf.ts";
 
-/** llama_ftype LLAMA_FTYPE_ALL_F32. */
+/** llama_ftype LLAMA_FTYPE_ALL_F32 and LLAMA_FTYPE_MOSTLY_BF16 (matrices bf16, norms and biases f32). */
 const FILE_TYPE_ALL_F32 = 0;
+const FILE_TYPE_MOSTLY_BF16 = 32;
 /** llama_token_type NORMAL. */
 const TOKEN_TYPE_NORMAL = 1;
 
@@ -100,12 +104,12 @@ function syntheticTokens(vocabSize: number): string[] {
   );
 }
 
-function metadata(config: ModelConfig, name: string): Map<string, GgufValue> {
+function metadata(config: ModelConfig, name: string, fileType: number): Map<string, GgufValue> {
   const arch = config.architecture;
   const m = new Map<string, GgufValue>([
     ["general.architecture", gguf.string(arch)],
     ["general.name", gguf.string(name)],
-    ["general.file_type", gguf.u32(FILE_TYPE_ALL_F32)],
+    ["general.file_type", gguf.u32(fileType)],
     [`${arch}.vocab_size`, gguf.u32(config.vocabSize)],
     [`${arch}.context_length`, gguf.u32(config.maxPositionEmbeddings)],
     [`${arch}.embedding_length`, gguf.u32(config.hiddenSize)],
@@ -141,19 +145,22 @@ export function modelToGguf(config: ModelConfig, weights: ModelWeights, name = "
       `gguf: rope_scaling ${JSON.stringify(config.ropeScaling)} is not supported by this writer`,
     );
   const tensors: GgufTensor[] = [];
-  for (const [hfName, { shape, data }] of modelWeightTensors(config, weights)) {
+  for (const [hfName, { shape, data, dtype }] of modelWeightTensors(config, weights)) {
     const heads = rotaryHeads(config, hfName);
     const rowLength = shape.length === 2 ? (shape[1] as number) : 1;
-    tensors.push({
-      name: ggufTensorName(hfName),
-      shape,
-      data: heads === null ? () => data : () => permuteRotaryRows(data, heads, rowLength),
-    });
+    const values = heads === null ? () => data : () => permuteRotaryRows(data, heads, rowLength);
+    // A bf16 matrix arrives widened (exactly), so narrowing it gives back its own bits.
+    tensors.push(
+      dtype === "BF16"
+        ? { name: ggufTensorName(hfName), shape, type: "BF16", data: () => floatsToBf16(values()) }
+        : { name: ggufTensorName(hfName), shape, data: values },
+    );
   }
-  return { metadata: metadata(config, name), tensors };
+  const fileType = tensors.some((t) => t.type === "BF16") ? FILE_TYPE_MOSTLY_BF16 : FILE_TYPE_ALL_F32;
+  return { metadata: metadata(config, name, fileType), tensors };
 }
 
-/** Writes a model held in memory as an f32 GGUF file; returns its size in bytes. */
+/** Writes a model held in memory as a GGUF file (bf16 matrices stay bf16); returns its size in bytes. */
 export function writeModelGguf(
   path: string,
   config: ModelConfig,
@@ -163,9 +170,13 @@ export function writeModelGguf(
   return writeGguf(path, modelToGguf(config, weights, name));
 }
 
-/** Converts a Hugging Face model directory (config.json + safetensors) to an f32 GGUF file. */
-export async function writeHfDirAsGguf(dir: string, path: string): Promise<number> {
+/** Converts a Hugging Face model directory (config.json + safetensors) to an f32 (or bf16) GGUF file. */
+export async function writeHfDirAsGguf(
+  dir: string,
+  path: string,
+  dtype: WeightDtype = "f32",
+): Promise<number> {
   const config = await loadModelConfig(dir);
-  const weights = await loadModelWeights(dir, config);
+  const weights = await loadModelWeights(dir, config, dtype);
   return writeModelGguf(path, config, weights, basename(dir));
 }

@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { modelTensorSpecs } from "../src/model/index.ts";
+import { floatsToBf16, modelTensorSpecs, widenWeight } from "../src/model/index.ts";
 import { tempDir } from "../src/testing/temp-dir.ts";
 import { TINY_MODEL, type TinyModelOptions, writeTinyModel } from "../src/testing/tiny-model.ts";
-import { GGML_TYPE_F32, GgufType } from "./gguf.ts";
+import { GGML_TYPE_BF16, GGML_TYPE_F32, GgufType } from "./gguf.ts";
 import { ggufTensorName, modelToGguf, permuteRotaryRows, writeHfDirAsGguf } from "./gguf-model.ts";
 
 // A small, independent GGUF reader: it parses what the writer wrote, following
@@ -17,6 +17,7 @@ interface ParsedTensor {
 }
 
 interface ParsedGguf {
+  bytes: Buffer;
   version: number;
   metadata: Map<string, unknown>;
   tensors: ParsedTensor[];
@@ -88,6 +89,7 @@ function parseGguf(bytes: Buffer): ParsedGguf {
   const alignment = (metadata.get("general.alignment") as number | undefined) ?? 32;
   const dataStart = Math.ceil(at / alignment) * alignment;
   return {
+    bytes,
     version,
     metadata,
     tensors,
@@ -104,11 +106,11 @@ function parseGguf(bytes: Buffer): ParsedGguf {
   };
 }
 
-async function convert(options: TinyModelOptions) {
+async function convert(options: TinyModelOptions, dtype: "f32" | "bf16" = "f32") {
   const dir = await tempDir("gguf-");
   const model = await writeTinyModel(join(dir, "hf"), { ...TINY_MODEL, ...options });
   const path = join(dir, "model.gguf");
-  const written = await writeHfDirAsGguf(model.dir, path);
+  const written = await writeHfDirAsGguf(model.dir, path, dtype);
   const bytes = await readFile(path);
   expect(bytes.length).toBe(written);
   return { model, file: parseGguf(bytes) };
@@ -174,8 +176,8 @@ describe("GGUF writer", () => {
     expect(read("blk.0.attn_v.weight")).toEqual(layer.vProj);
     expect(read("blk.0.ffn_down.weight")).toEqual(layer.downProj);
     expect(read("blk.0.attn_norm.weight")).toEqual(layer.inputNorm);
-    expect(read("blk.0.attn_q.weight")).toEqual(permuteRotaryRows(layer.qProj, 4, c.hiddenSize));
-    expect(read("blk.0.attn_k.weight")).toEqual(permuteRotaryRows(layer.kProj, 2, c.hiddenSize));
+    expect(read("blk.0.attn_q.weight")).toEqual(permuteRotaryRows(widenWeight(layer.qProj), 4, c.hiddenSize));
+    expect(read("blk.0.attn_k.weight")).toEqual(permuteRotaryRows(widenWeight(layer.kProj), 2, c.hiddenSize));
     expect(read("blk.0.attn_q.bias")).toEqual(permuteRotaryRows(layer.qBias, 4, 1));
     expect(read("blk.0.attn_k.bias")).toEqual(permuteRotaryRows(layer.kBias, 2, 1));
     expect(read("blk.0.attn_q.weight")).not.toEqual(layer.qProj);
@@ -190,6 +192,36 @@ describe("GGUF writer", () => {
     expect(names).toContain("blk.0.attn_q.bias");
     const q = file.tensors.find((t) => t.name === "blk.0.attn_q.weight") as ParsedTensor;
     expect(file.data(q)).toEqual(model.weights.layers[0]?.qProj);
+  });
+
+  it("a model held in bf16 writes bf16 matrices (its own bits, q/k permuted) and f32 norms and biases", async () => {
+    const { model, file } = await convert(
+      { architecture: "llama", numHeads: 4, numKvHeads: 2, attentionBias: true, dtype: "BF16" },
+      "bf16",
+    );
+    expect(file.metadata.get("general.file_type")).toBe(32);
+    const byName = new Map(file.tensors.map((t) => [t.name, t]));
+    const bits = (name: string) => {
+      const t = byName.get(name) as ParsedTensor;
+      const start = file.dataStart + t.offset;
+      const count = t.ne.reduce((a, b) => a * b, 1);
+      return new Uint16Array(Uint8Array.from(file.bytes.subarray(start, start + count * 2)).buffer);
+    };
+    expect(byName.get("token_embd.weight")?.type).toBe(GGML_TYPE_BF16);
+    expect(byName.get("blk.0.attn_norm.weight")?.type).toBe(GGML_TYPE_F32);
+    expect(byName.get("blk.0.attn_q.bias")?.type).toBe(GGML_TYPE_F32);
+    const layer = model.weights.layers[0];
+    expect(bits("blk.0.ffn_down.weight")).toEqual(floatsToBf16(layer?.downProj as Float32Array));
+    expect(bits("blk.0.attn_q.weight")).toEqual(
+      floatsToBf16(permuteRotaryRows(layer?.qProj as Float32Array, 4, model.config.hiddenSize)),
+    );
+    let end = 0;
+    for (const t of file.tensors) {
+      expect(t.offset % 32).toBe(0);
+      expect(t.offset).toBeGreaterThanOrEqual(end);
+      end = t.offset + t.ne.reduce((a, b) => a * b, 1) * (t.type === GGML_TYPE_BF16 ? 2 : 4);
+    }
+    expect(file.dataStart + end).toBeLessThanOrEqual(file.size);
   });
 
   it("permuteRotaryRows interleaves the two halves of each head", () => {

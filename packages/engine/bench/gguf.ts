@@ -1,4 +1,4 @@
-// A minimal GGUF v3 writer (f32 tensors only): enough for llama.cpp to load our
+// A minimal GGUF v3 writer (f32 and bf16 tensors): enough for llama.cpp to load our
 // random benchmark models. Bench tooling, not product: the engine itself never
 // reads or writes GGUF.
 //
@@ -17,6 +17,8 @@ export const GGUF_VERSION = 3;
 export const GGUF_ALIGNMENT = 32;
 /** ggml_type of a float32 tensor. */
 export const GGML_TYPE_F32 = 0;
+/** ggml_type of a bfloat16 tensor. */
+export const GGML_TYPE_BF16 = 30;
 
 /** gguf_type: the type tag written before each metadata value. */
 export const GgufType = {
@@ -67,9 +69,14 @@ export interface GgufTensor {
   name: string;
   /** Row-major shape, outermost first (as Hugging Face and PyTorch write it). */
   shape: readonly number[];
+  /** F32 (the default) or BF16, whose data is the bf16 bits. */
+  type?: "F32" | "BF16";
   /** Called once, when the tensor is written: a permuted copy lives only that long. */
-  data: () => Float32Array;
+  data: () => Float32Array | Uint16Array;
 }
+
+const TYPE_CODE = { F32: GGML_TYPE_F32, BF16: GGML_TYPE_BF16 } as const;
+const TYPE_BYTES = { F32: 4, BF16: 2 } as const;
 
 export interface GgufFile {
   /** Written in this order; `general.alignment` is added (32). */
@@ -165,7 +172,7 @@ export function tensorOffsets(tensors: readonly GgufTensor[], alignment = GGUF_A
   let at = 0;
   return tensors.map((t) => {
     const offset = at;
-    at = alignUp(at + elements(t.shape) * 4, alignment);
+    at = alignUp(at + elements(t.shape) * TYPE_BYTES[t.type ?? "F32"], alignment);
     return offset;
   });
 }
@@ -196,7 +203,7 @@ function header(file: GgufFile): Buffer {
     out.string(t.name);
     out.u32(t.shape.length);
     for (const dim of [...t.shape].reverse()) out.u64(dim); // ne[0] is the innermost dimension
-    out.u32(GGML_TYPE_F32);
+    out.u32(TYPE_CODE[t.type ?? "F32"]);
     out.u64(offsets[i] as number);
   });
   out.padTo(GGUF_ALIGNMENT);
@@ -208,7 +215,7 @@ function header(file: GgufFile): Buffer {
  * sits in the file buffer whole). Returns the file's size in bytes.
  */
 export async function writeGguf(path: string, file: GgufFile): Promise<number> {
-  // Float32Array bytes are written as they sit in memory; GGUF is little-endian.
+  // Typed-array bytes are written as they sit in memory; GGUF is little-endian.
   if (endianness() !== "LE") throw new Error("gguf: writing needs a little-endian machine");
   const head = header(file);
   const handle = await open(path, "w");
@@ -222,6 +229,8 @@ export async function writeGguf(path: string, file: GgufFile): Promise<number> {
     const zeros = new Uint8Array(GGUF_ALIGNMENT);
     for (const t of file.tensors) {
       const data = t.data();
+      if ((t.type ?? "F32") === "BF16" ? !(data instanceof Uint16Array) : !(data instanceof Float32Array))
+        throw new Error(`gguf: ${t.name} is ${t.type ?? "F32"} but its data is a ${data.constructor.name}`);
       if (data.length !== elements(t.shape))
         throw new Error(
           `gguf: ${t.name} has ${data.length} values, shape [${t.shape.join(", ")}] needs ${elements(t.shape)}`,

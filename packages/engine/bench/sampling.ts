@@ -1,5 +1,6 @@
 // Sampler throughput: decode at batch 1 and 16 (over 16 adapters, and with no
-// adapter), prefill of a 512-token prompt, and prefix sharing for a GRPO group.
+// adapter), prefill of a 512-token prompt, and prefix sharing for a GRPO group,
+// each measured in interleaved rounds.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -17,9 +18,11 @@ import {
   randomBaseModel,
   SMALL_10M_SHAPE,
 } from "../src/testing/random-model.ts";
-import { progress, round } from "./timing.ts";
+import { interleaved, median, pairedRatio, progress, round } from "./timing.ts";
 
 export const DECODE = 32;
+/** Rounds of every measurement, interleaved; ratios pair the samples of each round. */
+const ROUNDS = 3;
 
 async function adapters(
   base: BaseModel,
@@ -90,55 +93,58 @@ async function benchModel(name: string, config: ModelConfig) {
         batchInvariant,
       });
     const V = config.vocabSize;
-    progress(`sampling: ${name} decode`);
-    const batch1 = await decodeRate(sampler(), [handles[0] as string], V);
-    const adapters16 = await decodeRate(sampler(), handles, V);
-    const base16 = await decodeRate(
-      sampler(),
-      handles.map(() => "base"),
-      V,
-    );
-    progress(`sampling: ${name} prefill`);
-    const s = sampler();
-    await s.sample(handles[0] as string, prompt(V, 64, 1), 1, { maxTokens: 1 });
-    const prefill512 = await timed(() =>
-      s.sample(handles[0] as string, prompt(V, 512, 2), 1, { maxTokens: 1 }),
-    );
-    // The same with OpenBLAS matmuls (batchInvariant: false): what batch invariance costs.
-    const fast = sampler(false);
-    await fast.sample(handles[0] as string, prompt(V, 64, 1), 1, { maxTokens: 1 });
-    const prefill512Auto = await timed(() =>
-      fast.sample(handles[0] as string, prompt(V, 512, 2), 1, { maxTokens: 1 }),
-    );
-    progress(`sampling: ${name} prefix sharing`);
+    const prefill = async (batchInvariant: boolean) => {
+      const s = sampler(batchInvariant);
+      await s.sample(handles[0] as string, prompt(V, 64, 1), 1, { maxTokens: 1 });
+      return timed(() => s.sample(handles[0] as string, prompt(V, 512, 2), 1, { maxTokens: 1 }));
+    };
     const group = prompt(V, 256, 3);
-    const shared = await timed(() =>
-      sampler().sample(handles[0] as string, group, 8, { maxTokens: 8, seed: 1 }),
-    );
-    // The same work without a common prefix: prompts that differ in their first token.
-    const unshared = await timed(() =>
-      Promise.all(
-        Array.from({ length: 8 }, (_, i) =>
-          sampler().sample(handles[0] as string, [i, ...group.slice(1)], 1, { maxTokens: 8, seed: 1 + i }),
+    progress(`sampling: ${name}, every side in each of ${ROUNDS} rounds`);
+    const t = await interleaved(ROUNDS, {
+      batch1: () => decodeRate(sampler(), [handles[0] as string], V),
+      adapters16: () => decodeRate(sampler(), handles, V),
+      base16: () =>
+        decodeRate(
+          sampler(),
+          handles.map(() => "base"),
+          V,
         ),
-      ),
-    );
+      prefill: () => prefill(true),
+      // The same with OpenBLAS matmuls (batchInvariant: false): what batch invariance costs.
+      prefillAuto: () => prefill(false),
+      shared: () => timed(() => sampler().sample(handles[0] as string, group, 8, { maxTokens: 8, seed: 1 })),
+      // The same work without a common prefix: prompts that differ in their first token.
+      unshared: () =>
+        timed(() =>
+          Promise.all(
+            Array.from({ length: 8 }, (_, i) =>
+              sampler().sample(handles[0] as string, [i, ...group.slice(1)], 1, {
+                maxTokens: 8,
+                seed: 1 + i,
+              }),
+            ),
+          ),
+        ),
+    });
+    const m = (side: keyof typeof t) => median(t[side]);
     return {
       model: name,
+      rounds: ROUNDS,
       decode: {
-        batch1_tokens_per_s: round(batch1, 1),
-        adapters16_tokens_per_s: round(adapters16, 1),
-        base16_tokens_per_s: round(base16, 1),
-        adapters16_over_batch1: round(adapters16 / batch1, 2),
-        adapters16_over_base16: round(adapters16 / base16, 2),
+        batch1_tokens_per_s: round(m("batch1"), 1),
+        adapters16_tokens_per_s: round(m("adapters16"), 1),
+        base16_tokens_per_s: round(m("base16"), 1),
+        adapters16_over_batch1: round(pairedRatio(t.adapters16, t.batch1), 2),
+        adapters16_over_base16: round(pairedRatio(t.adapters16, t.base16), 2),
       },
       prefill: {
         prompt_tokens: 512,
-        tokens_per_s: round(512 / prefill512, 1),
-        tokens_per_s_not_batch_invariant: round(512 / prefill512Auto, 1),
-        grpo_group8_shared_s: round(shared, 3),
-        grpo_group8_unshared_s: round(unshared, 3),
-        prefix_sharing_speedup: round(unshared / shared, 2),
+        tokens_per_s: round(512 / m("prefill"), 1),
+        tokens_per_s_not_batch_invariant: round(512 / m("prefillAuto"), 1),
+        not_batch_invariant_speedup: round(pairedRatio(t.prefill, t.prefillAuto), 2),
+        grpo_group8_shared_s: round(m("shared"), 3),
+        grpo_group8_unshared_s: round(m("unshared"), 3),
+        prefix_sharing_speedup: round(pairedRatio(t.unshared, t.shared), 2),
       },
     };
   } finally {

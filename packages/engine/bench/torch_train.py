@@ -1,12 +1,18 @@
 """Side-by-side reference for `npm run bench -w @opentinker/engine`: the same
-Qwen2-style model, batch and optimizer in PyTorch on this CPU, reporting
-forward+backward+AdamW tokens per second as JSON. Uses Debian's python3-torch when
-installed; it is not a dependency of the project.
+Qwen2-style model, batch and optimizer in PyTorch on this CPU. Uses Debian's
+python3-torch when installed; it is not a dependency of the project.
 
-usage: /usr/bin/python3 torch_train.py <small|qwen> <lora|full> <steps> <threads>
+It stays running so that its steps interleave with ours: after building the
+model and one warm-up step it prints {"config": …} (its version, threads, CPU
+capability, build configuration and the BLAS libraries actually loaded), then
+answers each "step" line on stdin with {"stepSeconds": …} for one
+forward+backward+AdamW step. End of input ends it.
+
+usage: /usr/bin/python3 torch_train.py <small|qwen> <lora|full> <threads>
 """
 import json
 import math
+import os
 import sys
 import time
 
@@ -100,8 +106,32 @@ class Model(torch.nn.Module):
         return F.linear(rms_norm(x, self.norm), self.embed)  # tied embeddings
 
 
+def loaded_blas():
+    """The BLAS / LAPACK shared libraries this process has mapped (what Debian's
+    libblas.so.3 alternative resolved to, not what the build asked for)."""
+    found = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            name = os.path.basename(path).lower()
+            if any(key in name for key in ("blas", "lapack", "mkl", "dnnl")):
+                found.add(os.path.realpath(path))
+    return sorted(found)
+
+
+def config():
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "blas_loaded": loaded_blas(),
+        "build": torch.__config__.show(),
+    }
+
+
 def main():
-    shape, kind, steps, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    shape, kind, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = Model(SHAPES[shape], kind == "lora")
@@ -109,20 +139,22 @@ def main():
     opt = torch.optim.AdamW(params, lr=1e-5, betas=(0.9, 0.95), eps=1e-12, weight_decay=0.0)
     tokens = torch.randint(0, SHAPES[shape]["vocab"], (BATCH, SEQ + 1))
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
-    times = []
-    for i in range(steps + 1):
+
+    def step():
         t0 = time.perf_counter()
         logits = model(inputs)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum")
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if i > 0:
-            times.append(time.perf_counter() - t0)
-    times.sort()
-    step = times[len(times) // 2]
-    print(json.dumps({"torch": torch.__version__, "threads": threads, "stepSeconds": round(step, 3),
-                      "tokensPerSecond": round(BATCH * SEQ / step, 1)}))
+        return time.perf_counter() - t0
+
+    step()  # warm-up
+    print(json.dumps({"config": config()}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "step":
+            break
+        print(json.dumps({"stepSeconds": round(step(), 4)}), flush=True)
 
 
 if __name__ == "__main__":

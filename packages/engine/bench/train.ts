@@ -1,6 +1,9 @@
-// Training throughput: forwardBackward + optimStep, tokens per second.
-import { spawnSync } from "node:child_process";
+// Training throughput: forwardBackward + optimStep, tokens per second, side by
+// side with PyTorch (when installed) in interleaved steps.
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { freemem } from "node:os";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { kernelInfo } from "@opentinker/kernels";
 import { buildSftDatum, type Datum } from "@opentinker/protocol";
@@ -29,82 +32,141 @@ function batch(vocab: number, seed: number): Datum[] {
   });
 }
 
-function measure(
-  policy: Policy,
-  data: Datum[],
-  steps: number,
-): { tokensPerSecond: number; stepSeconds: number } {
-  const trainer = new Trainer(policy, { maxTokensPerPass: BATCH * SEQ });
-  const times: number[] = [];
-  for (let i = 0; i <= steps; i++) {
-    const t0 = performance.now();
-    trainer.forwardBackward(data, "cross_entropy");
-    trainer.optimStep({ learningRate: 1e-5 });
-    if (i > 0) times.push((performance.now() - t0) / 1000); // the first step warms up
-  }
-  const stepSeconds = median(times);
-  return { tokensPerSecond: round((BATCH * SEQ) / stepSeconds, 1), stepSeconds: round(stepSeconds, 3) };
-}
-
 const TORCH_SCRIPT = fileURLToPath(new URL("./torch_train.py", import.meta.url));
 const SYSTEM_PYTHON = "/usr/bin/python3";
 
-/** The same model, batch and AdamW in PyTorch (Debian's python3-torch), when installed. */
-function torchReference(shape: "small" | "qwen", kind: "lora" | "full", steps: number) {
+/** PyTorch's side of the comparison (Debian's python3-torch), kept running so its steps interleave with ours. */
+interface TorchPeer {
+  /** Its own configuration: version, threads, CPU capability, build and the BLAS it loaded. */
+  config: Record<string, unknown>;
+  /** Seconds of one forward + backward + AdamW step. */
+  step(): Promise<number>;
+  close(): void;
+}
+
+async function startTorch(
+  shape: "small" | "qwen",
+  kind: "lora" | "full",
+): Promise<TorchPeer | { skipped: string }> {
   if (!existsSync(SYSTEM_PYTHON)) return { skipped: `${SYSTEM_PYTHON} not found` };
   const probe = spawnSync(SYSTEM_PYTHON, ["-c", "import torch"], { encoding: "utf8" });
   if (probe.status !== 0)
     return { skipped: "python3-torch is not installed (apt-get install python3-torch)" };
-  progress(`train: PyTorch ${shape} ${kind}`);
-  const run = spawnSync(
-    SYSTEM_PYTHON,
-    [TORCH_SCRIPT, shape, kind, String(steps), String(kernelInfo().threads)],
-    {
-      encoding: "utf8",
-    },
-  );
-  if (run.status !== 0)
-    return { skipped: `the PyTorch script failed: ${run.stderr.trim().split("\n").pop()}` };
-  return JSON.parse(run.stdout.trim().split("\n").pop() as string) as Record<string, unknown>;
+  progress(`train: starting PyTorch ${shape} ${kind}`);
+  const child = spawn(SYSTEM_PYTHON, [TORCH_SCRIPT, shape, kind, String(kernelInfo().threads)], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async (): Promise<Record<string, unknown>> => {
+    const line = await lines.next();
+    if (line.done) throw new Error(`the PyTorch script exited: ${stderr.trim().split("\n").pop()}`);
+    return JSON.parse(line.value) as Record<string, unknown>;
+  };
+  try {
+    const ready = await next();
+    return {
+      config: ready.config as Record<string, unknown>,
+      step: async () => {
+        child.stdin.write("step\n");
+        return Number((await next()).stepSeconds);
+      },
+      close: () => child.stdin.end(),
+    };
+  } catch (error) {
+    child.kill();
+    return { skipped: (error as Error).message };
+  }
 }
 
-function benchModel(name: string, shape: "small" | "qwen", config: ModelConfig, steps: number) {
+/**
+ * Our training steps and PyTorch's, interleaved (ours, theirs, ours, …) after a
+ * warm-up step of each, so a change in the shared machine's load hits both;
+ * over_torch is the median of the per-round ratios.
+ */
+async function measure(
+  policy: Policy,
+  data: Datum[],
+  rounds: number,
+  torch: TorchPeer | { skipped: string },
+) {
+  const trainer = new Trainer(policy, { maxTokensPerPass: BATCH * SEQ });
+  const ourStep = () => {
+    const t0 = performance.now();
+    trainer.forwardBackward(data, "cross_entropy");
+    trainer.optimStep({ learningRate: 1e-5 });
+    return (performance.now() - t0) / 1000;
+  };
+  const peer = "step" in torch ? torch : null;
+  ourStep();
+  const ours: number[] = [];
+  const theirs: number[] = [];
+  try {
+    for (let r = 0; r < rounds; r++) {
+      ours.push(ourStep());
+      if (peer) theirs.push(await peer.step());
+    }
+  } finally {
+    peer?.close();
+  }
+  const tokensPerSecond = (seconds: number) => round((BATCH * SEQ) / seconds, 1);
+  return {
+    rounds,
+    tokensPerSecond: tokensPerSecond(median(ours)),
+    stepSeconds: round(median(ours), 3),
+    torch: peer
+      ? {
+          config: peer.config,
+          tokensPerSecond: tokensPerSecond(median(theirs)),
+          stepSeconds: round(median(theirs), 3),
+        }
+      : torch,
+    over_torch: peer ? round(median(theirs.map((t, r) => t / (ours[r] as number))), 2) : null,
+  };
+}
+
+/** Bytes a full-parameter copy takes with its gradients and AdamW moments (f32). */
+const fullCopyBytes = (config: ModelConfig) => parameterCount(config) * 4 * 4;
+
+async function benchModel(name: string, shape: "small" | "qwen", config: ModelConfig, rounds: number) {
   progress(`train: building ${name} (${(parameterCount(config) / 1e6).toFixed(1)}M parameters)`);
   const base = randomBaseModel(config, 1);
   const data = batch(config.vocabSize, 2);
-  progress(`train: ${name} LoRA r=16`);
-  const lora = measure(
-    createLoraPolicy(base, {
-      rank: 16,
-      alpha: 32,
-      trainAttn: true,
-      trainMlp: true,
-      trainUnembed: false,
-      seed: 1,
-    }),
-    data,
-    steps,
-  );
-  progress(`train: ${name} full-parameter`);
-  const full = measure(createFullPolicy(base), data, steps);
-  // Our policies are garbage now: free them before PyTorch builds its own copy.
-  (globalThis as { gc?: () => void }).gc?.();
-  const torchLora = torchReference(shape, "lora", steps);
-  const torchFull = torchReference(shape, "full", steps);
-  const ratio = (ours: number, ref: Record<string, unknown>) =>
-    typeof ref.tokensPerSecond === "number" ? round(ours / ref.tokensPerSecond, 2) : null;
+  progress(`train: ${name} LoRA r=16, interleaved with PyTorch`);
+  const loraPolicy = createLoraPolicy(base, {
+    rank: 16,
+    alpha: 32,
+    trainAttn: true,
+    trainMlp: true,
+    trainUnembed: false,
+    seed: 1,
+  });
+  const lora = await measure(loraPolicy, data, rounds, await startTorch(shape, "lora"));
+  progress(`train: ${name} full-parameter, interleaved with PyTorch`);
+  // Interleaving needs both full copies in memory at once; say so rather than compare runs apart in time.
+  const fits = freemem() > 2.5 * fullCopyBytes(config);
+  const fullTorch = fits
+    ? await startTorch(shape, "full")
+    : {
+        skipped: `not interleaved: two full-parameter copies (${(fullCopyBytes(config) / 2 ** 30).toFixed(1)} GiB each with AdamW moments) do not fit in free memory`,
+      };
+  const full = await measure(createFullPolicy(base), data, rounds, fullTorch);
   return {
     model: name,
     parameters: parameterCount(config),
     batch: [BATCH, SEQ],
-    lora_r16_all_linear: { ...lora, torch: torchLora, over_torch: ratio(lora.tokensPerSecond, torchLora) },
-    full_parameter: { ...full, torch: torchFull, over_torch: ratio(full.tokensPerSecond, torchFull) },
+    lora_r16_all_linear: lora,
+    full_parameter: full,
   };
 }
 
-export function benchTrain(only?: string) {
+export async function benchTrain(only?: string) {
   const out = [];
-  if (!only || only === "small") out.push(benchModel("10M", "small", SMALL_10M_SHAPE, 5));
-  if (!only || only === "qwen") out.push(benchModel("Qwen2.5-0.5B-shaped", "qwen", QWEN25_05B_SHAPE, 2));
+  if (!only || only === "small") out.push(await benchModel("10M", "small", SMALL_10M_SHAPE, 5));
+  if (!only || only === "qwen")
+    out.push(await benchModel("Qwen2.5-0.5B-shaped", "qwen", QWEN25_05B_SHAPE, 3));
   return out;
 }

@@ -3,6 +3,7 @@
 import type { RopeFrequencies } from "@opentinker/kernels";
 import {
   type HfModel,
+  type LoadModelOptions,
   loadHfModel,
   type ModelConfig,
   type ModelWeights,
@@ -33,7 +34,14 @@ export function baseModelFrom(
   };
 }
 
-/** Loads a local Hugging Face directory as a base model (nothing is fetched). */
-export async function loadBaseModel(dir: string, name = dir): Promise<BaseModel> {
-  return baseModelFrom(name, await loadHfModel(dir));
+/**
+ * Loads a local Hugging Face directory as a base model (nothing is fetched); its
+ * matrices in OPENTINKER_WEIGHT_DTYPE unless `options` says otherwise.
+ */
+export async function loadBaseModel(
+  dir: string,
+  name = dir,
+  options: LoadModelOptions = {},
+): Promise<BaseModel> {
+  return baseModelFrom(name, await loadHfModel(dir, options));
 }

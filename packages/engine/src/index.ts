@@ -26,7 +26,7 @@ export {
   policyKey,
 } from "./sampler/policy-pool.ts";
 export { AbortError, type SampleOptions, Sampler, type SamplerOptions } from "./sampler/sampler.ts";
-export { type SampledToken, sampleToken } from "./sampler/sampling.ts";
+export { type SampledToken, sampleToken, sampleTokens, type TokenDraw } from "./sampler/sampling.ts";
 export * from "./session/create-policy.ts";
 export * from "./session/policy-session.ts";
 export * from "./session/registry.ts";

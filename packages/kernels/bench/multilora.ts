@@ -1,6 +1,6 @@
 import { createLoraTable, gemm, type LoraAdapterWeights, linear, loraForward } from "../src/index.ts";
 import { randomF32, rng } from "../src/test-utils.ts";
-import { medianMs, progress, round } from "./timing.ts";
+import { interleavedMs, pairedRatio, progress, round, sideMedian } from "./timing.ts";
 
 const RANK = 16;
 
@@ -54,17 +54,33 @@ function benchSetting(s: Setting) {
 
   const base = () => linear(x, w, y, s.n, s.dIn, s.dOut);
   const grouped = () => loraForward(x, s.n, slots, table, y);
-  // Without a grouped kernel, as a framework applies adapters (PEFT's lora_B(lora_A(x))):
-  // per request, two dense products over its rows.
+  // Without a grouped kernel, as PEFT applies several adapters to one batch
+  // (`adapter_names`): for each adapter present, gather its rows, two dense
+  // products (lora_B(lora_A(x))), scatter-add the result into theirs.
+  const groups = Array.from({ length: s.adapters }, (_, slot) => ({
+    slot,
+    rows: rowsOf(slots, slot),
+  })).filter((g) => g.rows.length > 0);
+  const xg = new Float32Array(s.n * s.dIn);
   const t = new Float32Array(s.n * RANK);
+  const yg = new Float32Array(s.n * s.dOut);
   const naive = () => {
-    for (const r of requests) {
-      const wt = weights[r.slot] as LoraAdapterWeights;
-      const x0 = x.subarray(r.start * s.dIn, (r.start + r.rows) * s.dIn);
-      const y0 = y.subarray(r.start * s.dOut, (r.start + r.rows) * s.dOut);
-      const t0 = t.subarray(0, r.rows * RANK);
-      gemm(r.rows, RANK, s.dIn, x0, wt.a, t0, { transB: true });
-      gemm(r.rows, s.dOut, RANK, t0, wt.b, y0, { transB: true, alpha: wt.scale, beta: 1 });
+    for (const { slot, rows } of groups) {
+      const wt = weights[slot] as LoraAdapterWeights;
+      rows.forEach((row, i) => {
+        xg.set(x.subarray(row * s.dIn, (row + 1) * s.dIn), i * s.dIn);
+      });
+      const m = rows.length;
+      gemm(m, RANK, s.dIn, xg.subarray(0, m * s.dIn), wt.a, t.subarray(0, m * RANK), { transB: true });
+      gemm(m, s.dOut, RANK, t.subarray(0, m * RANK), wt.b, yg.subarray(0, m * s.dOut), {
+        transB: true,
+        alpha: wt.scale,
+      });
+      rows.forEach((row, i) => {
+        const out = row * s.dOut;
+        const from = i * s.dOut;
+        for (let j = 0; j < s.dOut; j++) y[out + j] = (y[out + j] as number) + (yg[from + j] as number);
+      });
     }
   };
   // Our own row kernel, still called one request at a time.
@@ -79,18 +95,23 @@ function benchSetting(s: Setting) {
       );
     }
   };
-  const baseMs = medianMs(base);
-  const groupedMs = medianMs(() => {
-    base();
-    grouped();
+  // Every side in every round, so each ratio pairs samples taken moments apart.
+  const samples = interleavedMs({
+    base,
+    base_plus_grouped: () => {
+      base();
+      grouped();
+    },
+    base_plus_naive: () => {
+      base();
+      naive();
+    },
+    grouped,
+    naive,
+    per_request: perRequest,
   });
-  const naiveMs = medianMs(() => {
-    base();
-    naive();
-  });
-  const groupedOnly = medianMs(grouped);
-  const naiveOnly = medianMs(naive);
-  const perRequestOnly = medianMs(perRequest);
+  const ms = (side: keyof typeof samples) => round(sideMedian(samples, side));
+  const ratio = (a: keyof typeof samples, b: keyof typeof samples) => round(pairedRatio(samples, a, b));
   return {
     phase: s.phase,
     n: s.n,
@@ -98,16 +119,26 @@ function benchSetting(s: Setting) {
     d_out: s.dOut,
     rank: RANK,
     adapters: s.adapters,
-    base_ms: round(baseMs),
-    base_plus_grouped_ms: round(groupedMs),
-    base_plus_naive_ms: round(naiveMs),
-    grouped_lora_ms: round(groupedOnly),
-    naive_lora_ms: round(naiveOnly),
-    lora_over_base: round(groupedMs / baseMs),
-    naive_over_grouped: round(naiveOnly / groupedOnly),
-    per_request_kernel_ms: round(perRequestOnly),
-    per_request_kernel_over_grouped: round(perRequestOnly / groupedOnly),
+    rounds: samples.base.length,
+    base_ms: ms("base"),
+    base_plus_grouped_ms: ms("base_plus_grouped"),
+    base_plus_naive_ms: ms("base_plus_naive"),
+    grouped_lora_ms: ms("grouped"),
+    naive_lora_ms: ms("naive"),
+    lora_over_base: ratio("base_plus_grouped", "base"),
+    naive_over_grouped: ratio("naive", "grouped"),
+    per_request_kernel_ms: ms("per_request"),
+    per_request_kernel_over_grouped: ratio("per_request", "grouped"),
   };
+}
+
+/** The rows whose slot is `slot`, in order. */
+function rowsOf(slots: Int32Array, slot: number): number[] {
+  const rows: number[] = [];
+  slots.forEach((s, row) => {
+    if (s === slot) rows.push(row);
+  });
+  return rows;
 }
 
 export function benchMultiLora() {

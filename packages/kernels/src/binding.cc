@@ -3,6 +3,7 @@
 
 #include "common.h"
 #include "gemm.h"
+#include "isa.h"
 #include "ops.h"
 #include "thread_pool.h"
 
@@ -15,6 +16,9 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   const char* blas = ot::blas_name();
   out.Set("blas", blas ? Napi::Value(Napi::String::New(env, blas)) : env.Null());
   out.Set("simd", ot::simd_name());
+#if defined(__x86_64__)
+  out.Set("isa", ot::isa_name(ot::active_isa()));  // absent elsewhere: no choice of path
+#endif
   out.Set("threads", ot::num_threads());
   return out;
 }
@@ -26,10 +30,26 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// selectIsa("avx2" | "avx512"): forces the kernels' instruction set (the loader
+// calls it once, before any kernel runs, for OPENTINKER_KERNELS_ISA).
+Napi::Value SelectIsa(const Napi::CallbackInfo& info) {
+  ot::Args a{info, "selectIsa"};
+  a.expect_count(1);
+  const std::string name = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  if (name != "avx2" && name != "avx512") ot::throw_range(a.env(), a.op, "isa", "must be \"avx2\" or \"avx512\"");
+  if (!ot::select_isa(name == "avx512" ? ot::Isa::Avx512 : ot::Isa::Avx2)) {
+    ot::throw_range(a.env(), a.op, "isa",
+                    "\"avx512\" needs a CPU with AVX-512 F, BW, DQ and VL, and this one lacks them");
+  }
+  return info.Env().Undefined();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("info", Napi::Function::New(env, Info, "info"));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
+  exports.Set("selectIsa", Napi::Function::New(env, SelectIsa, "selectIsa"));
   ot::register_gemm(env, exports);
+  ot::register_gemm_bf16(env, exports);
   ot::register_lora(env, exports);
   ot::register_attention(env, exports);
   ot::register_elementwise(env, exports);

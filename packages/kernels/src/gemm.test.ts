@@ -46,6 +46,35 @@ describe("gemm", () => {
     }
   }
 
+  // "rows" takes only a · bᵀ; its packed kernel has edges at every MR (6, 12)
+  // rows, NR (16, 32) columns and KC (256) steps of k.
+  it("rows: matches the reference on odd shapes, K = 1 and N = 1 included", () => {
+    const random = rng(5);
+    const rowsShapes: [number, number, number][] = [
+      ...shapes,
+      [1, 1, 513],
+      [5, 1, 1],
+      [13, 47, 1],
+      [12, 32, 256],
+      [25, 65, 512],
+      [7, 31, 769],
+    ];
+    for (const [m, n, k] of rowsShapes) {
+      for (const [alpha, beta] of [
+        [1, 0],
+        [1, 1],
+        [0.5, -1.5],
+      ] as const) {
+        const a = randomF32(m * k, random);
+        const b = randomF32(n * k, random);
+        const c = randomF32(m * n, random);
+        const expected = refGemm(false, true, m, n, k, alpha, a, b, beta, c);
+        gemm(m, n, k, a, b, c, { transB: true, alpha, beta, backend: "rows" });
+        expectClose(c, expected, tolerance(k), 1e-5);
+      }
+    }
+  });
+
   it("beta 0 overwrites whatever was in c, including NaN", () => {
     const random = rng(3);
     const a = randomF32(5 * 9, random);
@@ -85,19 +114,32 @@ describe("gemm", () => {
 
   it("rows: each row of x·Wᵀ is bit-identical whether computed alone or in a batch of any size", () => {
     const random = rng(21);
-    const [k, n] = [257, 100];
-    const w = randomF32(n * k, random);
-    const x = randomF32(300 * k, random);
-    const product = (rows: number, backend: "rows" | "auto") => {
-      const y = new Float32Array(rows * n);
-      linear(x.subarray(0, rows * k), w, y, rows, k, n, false, backend);
-      return y;
-    };
-    const alone = product(1, "rows");
-    for (const rows of [2, 5, 24, 25, 64, 65, 300]) {
-      const batch = product(rows, "rows");
-      expect(batch.subarray(0, n)).toEqual(alone);
-      expectClose(batch, product(rows, "auto"), tolerance(k));
+    // k past two K blocks; n with a partial panel on both instruction sets.
+    for (const [k, n] of [
+      [257, 100],
+      [700, 37],
+      [1, 20],
+    ] as const) {
+      const w = randomF32(n * k, random);
+      const x = randomF32(300 * k, random);
+      const product = (rows: number, backend: "rows" | "auto", accumulate = false) => {
+        const y = new Float32Array(rows * n).fill(accumulate ? 0.25 : 0);
+        linear(x.subarray(0, rows * k), w, y, rows, k, n, accumulate, backend);
+        return y;
+      };
+      const alone = Array.from({ length: 300 }, (_, i) => {
+        const y = new Float32Array(n);
+        linear(x.subarray(i * k, (i + 1) * k), w, y, 1, k, n, false, "rows");
+        return y;
+      });
+      for (const rows of [2, 5, 6, 7, 12, 13, 24, 25, 64, 65, 300]) {
+        const batch = product(rows, "rows");
+        for (const i of [0, rows >> 1, rows - 1])
+          expect(batch.subarray(i * n, (i + 1) * n)).toEqual(alone[i]);
+        expectClose(batch, product(rows, "auto"), tolerance(k));
+      }
+      // Accumulating (beta 1) is as invariant.
+      expect(product(1, "rows", true)).toEqual(product(300, "rows", true).subarray(0, n));
     }
     expect(() =>
       gemm(2, 2, 2, new Float32Array(4), new Float32Array(4), new Float32Array(4), { backend: "rows" }),

@@ -3,11 +3,20 @@
 import { loadNative } from "./loader.ts";
 import type { AddonInfo } from "./native.ts";
 
+export {
+  readKernelsEnv,
+  WEIGHT_DTYPE_CHOICES,
+  WEIGHT_DTYPES,
+  type WeightDtype,
+  type WeightDtypeChoice,
+} from "./env.ts";
 export { loadNative } from "./loader.ts";
+export { type MachineInfo, machineInfo } from "./machine.ts";
 export type { AddonInfo } from "./native.ts";
 export * from "./ops/attention.ts";
 export * from "./ops/elementwise.ts";
 export * from "./ops/gemm.ts";
+export * from "./ops/gemm-bf16.ts";
 export * from "./ops/lora.ts";
 export * from "./ops/loss.ts";
 export * from "./ops/optim.ts";

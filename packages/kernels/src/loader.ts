@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { readKernelsEnv } from "./env.ts";
+import { type KernelsEnv, readKernelsEnv } from "./env.ts";
 import type { NativeKernels } from "./native.ts";
 
 const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -13,29 +13,50 @@ const require = createRequire(import.meta.url);
  * when built and a device is present; today the CPU build is the only one.
  * OPENTINKER_KERNELS_ADDON names a specific build (e.g. build-noblas/…) instead.
  */
-function candidates(): string[] {
-  const chosen = readKernelsEnv().OPENTINKER_KERNELS_ADDON;
+function candidates(env: KernelsEnv): string[] {
+  const chosen = env.OPENTINKER_KERNELS_ADDON;
   if (chosen) return [path.resolve(PACKAGE_DIR, chosen)];
   return [path.join(PACKAGE_DIR, "build", "Release", "opentinker_kernels.node")];
 }
 
 let loaded: NativeKernels | undefined;
 
-/** The native addon, loaded once; throws a message that says how to build it. */
+/** OPENTINKER_KERNELS_ISA, applied once before any kernel runs (the kernels pick one path per process). */
+function selectIsa(native: NativeKernels, env: KernelsEnv): void {
+  const isa = env.OPENTINKER_KERNELS_ISA;
+  if (!isa) return;
+  try {
+    native.selectIsa(isa);
+  } catch (error) {
+    throw new Error(
+      `@opentinker/kernels: OPENTINKER_KERNELS_ISA=${isa} cannot be used here: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+/**
+ * The native addon, loaded once; throws a message that says how to build it, or
+ * what is wrong with OPENTINKER_KERNELS_ISA.
+ */
 export function loadNative(): NativeKernels {
   if (loaded) return loaded;
+  const env = readKernelsEnv();
   const tried: string[] = [];
-  for (const file of candidates()) {
+  for (const file of candidates(env)) {
     if (!existsSync(file)) {
       tried.push(`${file} (not built)`);
       continue;
     }
+    let native: NativeKernels;
     try {
-      loaded = require(file) as NativeKernels;
-      return loaded;
+      native = require(file) as NativeKernels;
     } catch (error) {
       tried.push(`${file} (${error instanceof Error ? error.message : String(error)})`);
+      continue;
     }
+    selectIsa(native, env);
+    loaded = native;
+    return loaded;
   }
   throw new Error(
     `@opentinker/kernels: no usable native build. Tried: ${tried.join("; ")}. ` +

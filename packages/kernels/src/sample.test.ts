@@ -1,57 +1,204 @@
 import { describe, expect, it } from "vitest";
-import { sampleRows } from "./ops/sample.ts";
-import { rng } from "./test-utils.ts";
+import { type SampleDraws, sampleDraws, sampleRows } from "./ops/sample.ts";
+import {
+  type RefSampleParams,
+  refDrawFrom,
+  refLogprob,
+  refSampleDistribution,
+  refSampleToken,
+} from "./reference/sample.ts";
+import { randomF32, rng } from "./test-utils.ts";
 
-const logits = Float32Array.from([1, 3, 2, 0.5, 3, -1, 0, 2.5]);
-const V = 4;
+const OFF: RefSampleParams = { temperature: 1, topK: -1, topP: 1, minP: 0 };
 
-function softmax(row: number[], t: number): number[] {
-  const m = Math.max(...row);
-  const e = row.map((x) => Math.exp((x - m) / t));
-  const z = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / z);
+/** Draws of one logits row, all with params p, at the given uniform numbers. */
+function drawsOf(p: RefSampleParams, uniforms: readonly number[], rowOf?: readonly number[]): SampleDraws {
+  const d = sampleDraws(uniforms.length);
+  d.temperatures.fill(p.temperature);
+  d.topK.fill(p.topK);
+  d.topP.fill(p.topP);
+  d.minP.fill(p.minP);
+  d.uniforms.set(uniforms);
+  if (rowOf) d.rowOf.set(rowOf);
+  return d;
 }
 
+function tokensOf(logits: Float32Array, p: RefSampleParams, uniforms: readonly number[]): number[] {
+  return Array.from(sampleRows(logits, logits.length, drawsOf(p, uniforms)).tokens);
+}
+
+/** The midpoint of each kept token's interval of the inverse CDF: u there must pick exactly that token. */
+function midpoints(probs: readonly number[]): number[] {
+  let cumulative = 0;
+  return probs.map((mass) => {
+    const u = cumulative + mass / 2;
+    cumulative += mass;
+    return u;
+  });
+}
+
+/** The native draw walks exactly the reference's kept tokens, in the reference's order. */
+function expectSameDistribution(logits: Float32Array, p: RefSampleParams): void {
+  const ref = refSampleDistribution(logits, p);
+  expect(tokensOf(logits, p, midpoints(ref.probs))).toEqual(ref.tokens);
+}
+
+const SMALL = Float32Array.from([1, 3, 2, 0.5, 3, -1, 0, 2.5]);
+
 describe("sampleRows", () => {
-  it("temperature 0 takes the argmax; lse is the temperature-1 log-sum-exp", () => {
-    const out = sampleRows(logits, V, Float32Array.from([0, 0]), Float64Array.from([0.5, 0.5]));
-    expect(Array.from(out.tokens)).toEqual([1, 0]);
-    expect(out.lse[0]).toBeCloseTo(Math.log([1, 3, 2, 0.5].reduce((s, x) => s + Math.exp(x), 0)), 5);
+  it("temperature 0 takes the argmax (ties to the lower id) whatever the filters; logprobs are at temperature 1", () => {
+    for (const p of [
+      { ...OFF, temperature: 0 },
+      { temperature: 0, topK: 3, topP: 0.2, minP: 0.9 },
+    ]) {
+      const out = sampleRows(SMALL, SMALL.length, drawsOf(p, [0.99]));
+      expect(out.tokens[0]).toBe(1);
+      expect(out.logprobs[0]).toBeCloseTo(refLogprob(SMALL, 1), 6);
+    }
   });
 
-  it("inverse-CDF sampling: the uniform number picks the token whose cumulative mass covers it", () => {
-    for (const t of [1, 0.5, 2]) {
-      const p = softmax([1, 3, 2, 0.5], t);
-      let cumulative = 0;
-      p.forEach((mass, token) => {
-        const u = cumulative + mass / 2;
-        cumulative += mass;
-        const out = sampleRows(logits.subarray(0, V), V, Float32Array.from([t]), Float64Array.from([u]));
-        expect(out.tokens[0]).toBe(token);
+  it("without a filter, u walks softmax(logits / T) in vocabulary order", () => {
+    for (const temperature of [1, 0.5, 2, 0.7]) expectSameDistribution(SMALL, { ...OFF, temperature });
+  });
+
+  it("top-k, top-p and min-p keep exactly the reference's tokens, in order of logit", () => {
+    const cases: RefSampleParams[] = [
+      { ...OFF, topK: 1 },
+      { ...OFF, topK: 3 },
+      { ...OFF, topK: 8 },
+      { ...OFF, topK: 100 },
+      { ...OFF, topP: 0.5 },
+      { ...OFF, topP: 0.9, temperature: 0.6 },
+      { ...OFF, topP: 0.999 },
+      { ...OFF, minP: 0.3 },
+      { ...OFF, minP: 1 },
+      { ...OFF, minP: 1, temperature: 1.5 },
+      { ...OFF, minP: 1, temperature: 0.7 },
+      { temperature: 1.5, topK: 5, topP: 0.8, minP: 0.1 },
+      { temperature: 0.8, topK: 4, topP: 0.95, minP: 0.05 },
+    ];
+    for (const p of cases) expectSameDistribution(SMALL, p);
+  });
+
+  it("ties at the top-k boundary keep the lower ids", () => {
+    const logits = Float32Array.from([1, 2, 2, 2, 0, 2]);
+    expect(refSampleDistribution(logits, { ...OFF, topK: 2 }).tokens).toEqual([1, 2]);
+    expectSameDistribution(logits, { ...OFF, topK: 2 });
+    expectSameDistribution(logits, { ...OFF, topK: 3, temperature: 0.3 });
+  });
+
+  it("-inf logits are never drawn, whatever the filters and however close u is to 1", () => {
+    const logits = Float32Array.from([-Infinity, 1, -Infinity, 0.5, -Infinity]);
+    const u = [0, 0.5, 0.999999999, 1 - 2 ** -53];
+    for (const p of [OFF, { ...OFF, topK: 5 }, { ...OFF, topP: 0.999999999 }, { ...OFF, minP: 1e-9 }]) {
+      for (const token of tokensOf(logits, p, u)) expect([1, 3]).toContain(token);
+      expectSameDistribution(logits, p);
+    }
+  });
+
+  it("a row without a finite logit, or with NaN ones, still returns a token in range", () => {
+    const dead = Float32Array.from([-Infinity, -Infinity, -Infinity]);
+    expect(tokensOf(dead, { ...OFF, topP: 0.5 }, [0.3])).toEqual([0]);
+    expect(tokensOf(dead, OFF, [0.3])).toEqual([0]);
+    const nan = Float32Array.from([1, Number.NaN, 2, Number.NaN]);
+    for (const p of [
+      { ...OFF, topK: 2 },
+      { ...OFF, topP: 0.9 },
+    ])
+      for (const t of tokensOf(nan, p, [0.1, 0.6, 0.95])) expect([0, 2]).toContain(t);
+  });
+
+  it("frequencies of many draws sharing one row follow the reference's probabilities", () => {
+    const random = rng(1);
+    const n = 40_000;
+    for (const p of [OFF, { temperature: 0.7, topK: 4, topP: 0.9, minP: 0.05 }]) {
+      const uniforms = Array.from({ length: n }, () => random());
+      const out = sampleRows(SMALL, SMALL.length, drawsOf(p, uniforms));
+      const counts = new Map<number, number>();
+      for (const t of out.tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
+      const ref = refSampleDistribution(SMALL, p);
+      expect([...counts.keys()].sort()).toEqual([...ref.tokens].sort());
+      ref.tokens.forEach((token, i) => {
+        const prob = ref.probs[i] as number;
+        const sd = Math.sqrt((prob * (1 - prob)) / n);
+        expect(Math.abs((counts.get(token) ?? 0) / n - prob)).toBeLessThan(5 * sd);
       });
     }
   });
 
-  it("frequencies follow the softmax over many rows", () => {
-    const random = rng(1);
-    const n = 20000;
-    const rows = new Float32Array(n * V);
-    for (let i = 0; i < n; i++) rows.set(logits.subarray(0, V), i * V);
-    const uniforms = Float64Array.from({ length: n }, () => random());
-    const out = sampleRows(rows, V, new Float32Array(n).fill(1), uniforms);
-    const counts = [0, 0, 0, 0];
-    for (const t of out.tokens) counts[t] = (counts[t] as number) + 1;
-    softmax([1, 3, 2, 0.5], 1).forEach((p, i) => {
-      expect((counts[i] as number) / n).toBeCloseTo(p, 1);
+  it("on a 152K vocabulary, partial selection keeps the reference's exact sets and draws its tokens", () => {
+    const V = 151_936;
+    const random = rng(7);
+    const logits = randomF32(V, random, 8);
+    logits[12_345] = logits[54_321] = 9; // a tie at the top
+    for (const p of [
+      { ...OFF, topK: 50 },
+      { ...OFF, topP: 0.5, temperature: 0.5 },
+      { ...OFF, minP: 0.2 },
+      { temperature: 0.9, topK: 40, topP: 0.95, minP: 0.01 },
+      // Nuclei of thousands of tokens: the radix select's bins, over the whole row and over a top-k.
+      { ...OFF, topP: 0.95 },
+      { ...OFF, topK: 5000, topP: 0.9, temperature: 1.2 },
+    ]) {
+      const ref = refSampleDistribution(logits, p);
+      // The first and last kept tokens (the set's boundary), a sample between, and u
+      // just below 1 (which would find any extra token at the end of the native set).
+      const all = midpoints(ref.probs).map((u, i) => ({ u, token: ref.tokens[i] as number }));
+      const picked = [...all.slice(0, 40), ...all.filter((_, i) => i % 97 === 0), ...all.slice(-40)];
+      picked.push({ u: 1 - 1e-12, token: ref.tokens[ref.tokens.length - 1] as number });
+      const u = picked.map((x) => x.u);
+      expect(tokensOf(logits, p, u)).toEqual(picked.map((x) => x.token));
+      const uniforms = Array.from({ length: 64 }, () => random());
+      expect(tokensOf(logits, p, uniforms)).toEqual(uniforms.map((u) => refDrawFrom(ref, u)));
+    }
+  });
+
+  it("one call serves a batch: each draw reads its own row with its own parameters", () => {
+    const random = rng(3);
+    const V = 300;
+    const rows = 4;
+    const logits = randomF32(rows * V, random, 4);
+    const params: RefSampleParams[] = [
+      OFF,
+      { ...OFF, temperature: 0 },
+      { ...OFF, topK: 7 },
+      { temperature: 0.5, topK: -1, topP: 0.7, minP: 0 },
+      { ...OFF, minP: 0.1 },
+      { ...OFF, topK: 7 },
+    ];
+    const rowOf = [0, 1, 2, 3, 0, 2];
+    const d = sampleDraws(params.length);
+    params.forEach((p, i) => {
+      d.rowOf[i] = rowOf[i] as number;
+      d.temperatures[i] = p.temperature;
+      d.topK[i] = p.topK;
+      d.topP[i] = p.topP;
+      d.minP[i] = p.minP;
+      d.uniforms[i] = random();
+    });
+    const out = sampleRows(logits, V, d);
+    params.forEach((p, i) => {
+      const row = logits.subarray((rowOf[i] as number) * V, ((rowOf[i] as number) + 1) * V);
+      expect(out.tokens[i]).toBe(refSampleToken(row, p, d.uniforms[i] as number));
+      expect(out.logprobs[i]).toBeCloseTo(refLogprob(row, out.tokens[i] as number), 5);
     });
   });
 
-  it("refuses negative temperatures and uniforms outside [0, 1) by name", () => {
-    expect(() =>
-      sampleRows(logits.subarray(0, V), V, Float32Array.from([-1]), Float64Array.from([0.5])),
-    ).toThrow(/sampleRows: temperatures \[0\] must be a finite number/);
-    expect(() =>
-      sampleRows(logits.subarray(0, V), V, Float32Array.from([1]), Float64Array.from([1])),
-    ).toThrow(/sampleRows: uniforms \[0\] must be in \[0, 1\)/);
+  it("refuses bad rows, parameters and uniform numbers by name", () => {
+    const bad = (patch: (d: SampleDraws) => void) => {
+      const d = drawsOf(OFF, [0.5]);
+      patch(d);
+      return () => sampleRows(SMALL, SMALL.length, d);
+    };
+    expect(bad((d) => d.rowOf.fill(1))).toThrow(/sampleRows: rowOf\[0\] is 1, expected \[0, 1\)/);
+    expect(bad((d) => d.temperatures.fill(-1))).toThrow(
+      /sampleRows: temperatures\[0\] must be a finite number/,
+    );
+    expect(bad((d) => d.topP.fill(0))).toThrow(/sampleRows: topP\[0\] must be in \(0, 1\]/);
+    expect(bad((d) => d.minP.fill(1.5))).toThrow(/sampleRows: minP\[0\] must be in \[0, 1\]/);
+    expect(bad((d) => d.uniforms.fill(1))).toThrow(/sampleRows: uniforms\[0\] must be in \[0, 1\)/);
+    expect(() => sampleRows(SMALL.subarray(0, 7), 4, drawsOf(OFF, [0.5]))).toThrow(
+      /sampleRows: logits has length 7/,
+    );
   });
 });

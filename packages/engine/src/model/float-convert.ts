@@ -71,6 +71,35 @@ function aligned(bytes: Uint8Array, alignment: number): Uint8Array {
   return bytes.byteOffset % alignment === 0 ? bytes : bytes.slice();
 }
 
+/** bfloat16 bits → float32 values (exact: the bits are the float's top half). */
+export function bf16ToFloats(halves: Uint16Array): Float32Array {
+  const out = new Float32Array(halves.length);
+  const outBits = new Uint32Array(out.buffer);
+  for (let i = 0; i < halves.length; i++) outBits[i] = (halves[i] ?? 0) << 16;
+  return out;
+}
+
+/** float32 values → bfloat16 bits, each rounded to nearest even. */
+export function floatsToBf16(data: Float32Array): Uint16Array {
+  const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
+  const out = new Uint16Array(data.length);
+  for (let i = 0; i < data.length; i++) out[i] = floatBitsToBfloat16(bits[i] ?? 0);
+  return out;
+}
+
+/**
+ * Little-endian bytes of one dtype → bfloat16 bits: BF16 data as stored (a view,
+ * without copying, when aligned), other dtypes rounded once to nearest even.
+ */
+export function decodeToBf16(bytes: Uint8Array, dtype: FloatDtype): Uint16Array {
+  if (dtype !== "BF16") return floatsToBf16(decodeFloats(bytes, dtype));
+  assertLittleEndian();
+  if (bytes.byteLength % 2 !== 0)
+    throw new Error(`${bytes.byteLength} bytes is not a whole number of BF16 values`);
+  const source = aligned(bytes, 2);
+  return new Uint16Array(source.buffer, source.byteOffset, source.byteLength / 2);
+}
+
 /** Little-endian bytes of one dtype → float32 values (a view, without copying, for aligned F32). */
 export function decodeFloats(bytes: Uint8Array, dtype: FloatDtype): Float32Array {
   assertLittleEndian();
@@ -82,14 +111,10 @@ export function decodeFloats(bytes: Uint8Array, dtype: FloatDtype): Float32Array
   const count = bytes.byteLength / size;
   if (dtype === "F32") return new Float32Array(source.buffer, source.byteOffset, count);
   const halves = new Uint16Array(source.buffer, source.byteOffset, count);
+  if (dtype === "BF16") return bf16ToFloats(halves);
   const out = new Float32Array(count);
-  if (dtype === "BF16") {
-    const outBits = new Uint32Array(out.buffer);
-    for (let i = 0; i < count; i++) outBits[i] = (halves[i] ?? 0) << 16;
-  } else {
-    const table = halfToFloatTable();
-    for (let i = 0; i < count; i++) out[i] = table[halves[i] ?? 0] ?? 0;
-  }
+  const table = halfToFloatTable();
+  for (let i = 0; i < count; i++) out[i] = table[halves[i] ?? 0] ?? 0;
   return out;
 }
 

@@ -4,6 +4,7 @@ import { describe, expect, test } from "vitest";
 import { tempDir } from "../testing/temp-dir.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { loadHfModel } from "./hf-model.ts";
+import { widenWeight } from "./weight-dtype.ts";
 
 describe("loadHfModel", () => {
   test("loads config, weights and tokenizer of a model directory", async () => {
@@ -12,7 +13,9 @@ describe("loadHfModel", () => {
     const model = await loadHfModel(dir);
     expect(model.dir).toBe(dir);
     expect(model.config).toEqual(tiny.config);
-    expect(model.weights.embedTokens).toEqual(tiny.weights.embedTokens);
+    // A BF16 checkpoint's matrices are held in bf16 by default, the same values.
+    expect(model.weights.embedTokens).toBeInstanceOf(Uint16Array);
+    expect(widenWeight(model.weights.embedTokens)).toEqual(tiny.weights.embedTokens);
     expect(model.weights.layers[0]?.qBias).toEqual(tiny.weights.layers[0]?.qBias);
     expect(model.tokenizer.eosTokenIds).toEqual(tiny.config.eosTokenIds);
     const prompt = model.tokenizer.applyChatTemplate([{ role: "user", content: "2+2?" }], {

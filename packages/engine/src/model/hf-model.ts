@@ -3,6 +3,7 @@
 import { resolve } from "node:path";
 import { loadTokenizer, type TextTokenizer } from "@opentinker/tokenizer";
 import { loadModelConfig, type ModelConfig } from "./config.ts";
+import type { WeightDtypeChoice } from "./weight-dtype.ts";
 import { loadModelWeights, type ModelWeights } from "./weights.ts";
 
 export interface HfModel {
@@ -13,8 +14,13 @@ export interface HfModel {
   tokenizer: TextTokenizer;
 }
 
-/** Loads config, tokenizer and float32 weights from a local model directory. */
-export async function loadHfModel(dir: string): Promise<HfModel> {
+export interface LoadModelOptions {
+  /** The dtype of the base matrices (default: OPENTINKER_WEIGHT_DTYPE, see weight-dtype.ts). */
+  weightDtype?: WeightDtypeChoice;
+}
+
+/** Loads config, tokenizer and weights from a local model directory. */
+export async function loadHfModel(dir: string, options: LoadModelOptions = {}): Promise<HfModel> {
   const absolute = resolve(dir);
   const config = await loadModelConfig(absolute);
   // The tokenizer is checked before the weights: a mismatch should not cost a multi-GB read.
@@ -24,6 +30,6 @@ export async function loadHfModel(dir: string): Promise<HfModel> {
       `${absolute}: tokenizer has ${tokenizer.vocabSize} tokens but config.json vocab_size is ${config.vocabSize}`,
     );
   }
-  const weights = await loadModelWeights(absolute, config);
+  const weights = await loadModelWeights(absolute, config, options.weightDtype);
   return { dir: absolute, config, weights, tokenizer };
 }

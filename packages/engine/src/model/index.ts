@@ -20,8 +20,15 @@ export {
 } from "./config.ts";
 export { type BaseModelDescription, describeBaseModel } from "./describe.ts";
 export { type WrittenFile, writeFileAtomically, writeJsonFile } from "./files.ts";
-export { decodeFloats, encodeFloats, type FloatDtype, roundToDtype } from "./float-convert.ts";
-export { type HfModel, loadHfModel } from "./hf-model.ts";
+export {
+  bf16ToFloats,
+  decodeFloats,
+  encodeFloats,
+  type FloatDtype,
+  floatsToBf16,
+  roundToDtype,
+} from "./float-convert.ts";
+export { type HfModel, type LoadModelOptions, loadHfModel } from "./hf-model.ts";
 export { type RopeSettings, ropeFrequencies } from "./rope.ts";
 export {
   decodeSafetensors,
@@ -29,6 +36,7 @@ export {
   type LoadedTensor,
   readSafetensors,
   readSafetensorsHeader,
+  readSafetensorsWeights,
   type SafetensorsContents,
   type SafetensorsHeader,
   sha256File,
@@ -38,7 +46,18 @@ export {
   writeSafetensors,
 } from "./safetensors.ts";
 export {
+  DEFAULT_WEIGHT_DTYPE,
+  type WeightArray,
+  type WeightDtype,
+  type WeightDtypeChoice,
+  weightAs,
+  weightDtypeFromEnv,
+  weightDtypeOf,
+  widenWeight,
+} from "./weight-dtype.ts";
+export {
   assembleModelWeights,
+  convertModelWeights,
   EMBED_TOKENS,
   FINAL_NORM,
   INDEX_FILE,
@@ -47,6 +66,7 @@ export {
   layerTensorName,
   loadModelWeights,
   type ModelWeights,
+  matrixTensorNames,
   modelTensorSpecs,
   modelWeightTensors,
   SINGLE_FILE,

@@ -11,9 +11,11 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
+import type { WeightArray } from "@opentinker/kernels";
 import { describeValue, IO_CHUNK_BYTES, isNotFound, type WrittenFile, writeFileAtomically } from "./files.ts";
 import {
   decodeFloats,
+  decodeToBf16,
   encodeFloats,
   FLOAT_DTYPE_BYTES,
   FLOAT_DTYPES,
@@ -115,15 +117,24 @@ function readableEntry(
   return { ...info, dtype };
 }
 
+async function readTensorBytes(
+  file: FileHandle,
+  header: SafetensorsHeader,
+  info: TensorInfo,
+): Promise<Uint8Array> {
+  const [begin, end] = info.dataOffsets;
+  // A fresh buffer per tensor is aligned, so F32 (BF16) data becomes a typed array without a copy.
+  const bytes = new Uint8Array(end - begin);
+  await readExactly(file, bytes, header.dataStart + begin);
+  return bytes;
+}
+
 async function readTensor(
   file: FileHandle,
   header: SafetensorsHeader,
   info: TensorInfo & { dtype: FloatDtype },
 ) {
-  const [begin, end] = info.dataOffsets;
-  // A fresh buffer per tensor is aligned, so F32 data becomes a Float32Array without a copy.
-  const bytes = new Uint8Array(end - begin);
-  await readExactly(file, bytes, header.dataStart + begin);
+  const bytes = await readTensorBytes(file, header, info);
   return { dtype: info.dtype, shape: info.shape, data: decodeFloats(bytes, info.dtype) };
 }
 
@@ -144,6 +155,31 @@ export async function readSafetensors(
     const tensors = new Map<string, LoadedTensor>();
     for (const [key, info] of entries) tensors.set(key, await readTensor(file, header, info));
     return { metadata: header.metadata, tensors };
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * Reads `keys` as the engine holds weights: those in `asBf16` as bfloat16 bits
+ * (BF16 data exactly as stored, with no float32 round trip; F32 and F16 rounded
+ * once to nearest even), the rest as float32. Checks as readSafetensors.
+ */
+export async function readSafetensorsWeights(
+  path: string,
+  keys: readonly string[],
+  asBf16: ReadonlySet<string>,
+): Promise<Map<string, WeightArray>> {
+  const file = await openForReading(path);
+  try {
+    const header = await readFileHeader(file, path);
+    const entries = keys.map((key) => [key, readableEntry(path, header, key)] as const);
+    const tensors = new Map<string, WeightArray>();
+    for (const [key, info] of entries) {
+      const bytes = await readTensorBytes(file, header, info);
+      tensors.set(key, asBf16.has(key) ? decodeToBf16(bytes, info.dtype) : decodeFloats(bytes, info.dtype));
+    }
+    return tensors;
   } finally {
     await file.close();
   }

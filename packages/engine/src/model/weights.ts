@@ -1,28 +1,33 @@
 // The Llama / Qwen2 checkpoint layout: Hugging Face tensor names and shapes, and
 // loading them from `model.safetensors` or shards listed in
 // `model.safetensors.index.json`. Matrices keep HF's [out, in] row-major layout,
-// so `y = x Wᵀ` (a Linear layer) reads them as stored.
+// so `y = x Wᵀ` (a Linear layer) reads them as stored. The matrices (projections,
+// embedding, lm_head) are held in the weight dtype (f32 or bf16, see
+// weight-dtype.ts); norms, biases and the vision part stay f32.
 import { access } from "node:fs/promises";
 import { basename, join } from "node:path";
+import type { WeightArray, WeightDtype, WeightDtypeChoice } from "@opentinker/kernels";
 import { z } from "zod";
 import { type ModelConfig, visionDims } from "./config.ts";
 import { isNotFound, parseWithSchema, readJsonFile } from "./files.ts";
-import { readSafetensors, readSafetensorsHeader } from "./safetensors.ts";
+import { bf16ToFloats } from "./float-convert.ts";
+import { readSafetensorsHeader, readSafetensorsWeights } from "./safetensors.ts";
+import { heldDtype, weightAs, weightDtypeFromEnv } from "./weight-dtype.ts";
 
 export const SINGLE_FILE = "model.safetensors";
 export const INDEX_FILE = "model.safetensors.index.json";
 
 export interface LayerWeights {
-  qProj: Float32Array; // [numHeads * headDim, hiddenSize]
+  qProj: WeightArray; // [numHeads * headDim, hiddenSize]
   qBias?: Float32Array; // [numHeads * headDim]
-  kProj: Float32Array; // [numKvHeads * headDim, hiddenSize]
+  kProj: WeightArray; // [numKvHeads * headDim, hiddenSize]
   kBias?: Float32Array; // [numKvHeads * headDim]
-  vProj: Float32Array; // [numKvHeads * headDim, hiddenSize]
+  vProj: WeightArray; // [numKvHeads * headDim, hiddenSize]
   vBias?: Float32Array; // [numKvHeads * headDim]
-  oProj: Float32Array; // [hiddenSize, numHeads * headDim]
-  gateProj: Float32Array; // [intermediateSize, hiddenSize]
-  upProj: Float32Array; // [intermediateSize, hiddenSize]
-  downProj: Float32Array; // [hiddenSize, intermediateSize]
+  oProj: WeightArray; // [hiddenSize, numHeads * headDim]
+  gateProj: WeightArray; // [intermediateSize, hiddenSize]
+  upProj: WeightArray; // [intermediateSize, hiddenSize]
+  downProj: WeightArray; // [hiddenSize, intermediateSize]
   inputNorm: Float32Array; // [hiddenSize]
   postAttentionNorm: Float32Array; // [hiddenSize]
 }
@@ -38,11 +43,11 @@ export interface VisionWeights {
 }
 
 export interface ModelWeights {
-  embedTokens: Float32Array; // [vocabSize, hiddenSize]
+  embedTokens: WeightArray; // [vocabSize, hiddenSize]
   layers: LayerWeights[];
   norm: Float32Array; // [hiddenSize]
   /** [vocabSize, hiddenSize]; the same array as embedTokens when the config ties them. */
-  lmHead: Float32Array;
+  lmHead: WeightArray;
   /** Present exactly when the config has a vision part. */
   vision?: VisionWeights;
 }
@@ -54,6 +59,8 @@ interface LayerTensorSpec {
   suffix: string;
   shape: (config: ModelConfig) => number[];
   biasOnly?: boolean;
+  /** A matrix: held in the weight dtype (the rest stays f32). */
+  matrix?: boolean;
 }
 
 const qRows = (c: ModelConfig) => c.numHeads * c.headDim;
@@ -61,16 +68,31 @@ const kvRows = (c: ModelConfig) => c.numKvHeads * c.headDim;
 
 /** One row per tensor of a decoder layer, in the order HF lists them. */
 const LAYER_TENSORS: readonly LayerTensorSpec[] = [
-  { key: "qProj", suffix: "self_attn.q_proj.weight", shape: (c) => [qRows(c), c.hiddenSize] },
+  { key: "qProj", suffix: "self_attn.q_proj.weight", matrix: true, shape: (c) => [qRows(c), c.hiddenSize] },
   { key: "qBias", suffix: "self_attn.q_proj.bias", shape: (c) => [qRows(c)], biasOnly: true },
-  { key: "kProj", suffix: "self_attn.k_proj.weight", shape: (c) => [kvRows(c), c.hiddenSize] },
+  { key: "kProj", suffix: "self_attn.k_proj.weight", matrix: true, shape: (c) => [kvRows(c), c.hiddenSize] },
   { key: "kBias", suffix: "self_attn.k_proj.bias", shape: (c) => [kvRows(c)], biasOnly: true },
-  { key: "vProj", suffix: "self_attn.v_proj.weight", shape: (c) => [kvRows(c), c.hiddenSize] },
+  { key: "vProj", suffix: "self_attn.v_proj.weight", matrix: true, shape: (c) => [kvRows(c), c.hiddenSize] },
   { key: "vBias", suffix: "self_attn.v_proj.bias", shape: (c) => [kvRows(c)], biasOnly: true },
-  { key: "oProj", suffix: "self_attn.o_proj.weight", shape: (c) => [c.hiddenSize, qRows(c)] },
-  { key: "gateProj", suffix: "mlp.gate_proj.weight", shape: (c) => [c.intermediateSize, c.hiddenSize] },
-  { key: "upProj", suffix: "mlp.up_proj.weight", shape: (c) => [c.intermediateSize, c.hiddenSize] },
-  { key: "downProj", suffix: "mlp.down_proj.weight", shape: (c) => [c.hiddenSize, c.intermediateSize] },
+  { key: "oProj", suffix: "self_attn.o_proj.weight", matrix: true, shape: (c) => [c.hiddenSize, qRows(c)] },
+  {
+    key: "gateProj",
+    suffix: "mlp.gate_proj.weight",
+    matrix: true,
+    shape: (c) => [c.intermediateSize, c.hiddenSize],
+  },
+  {
+    key: "upProj",
+    suffix: "mlp.up_proj.weight",
+    matrix: true,
+    shape: (c) => [c.intermediateSize, c.hiddenSize],
+  },
+  {
+    key: "downProj",
+    suffix: "mlp.down_proj.weight",
+    matrix: true,
+    shape: (c) => [c.hiddenSize, c.intermediateSize],
+  },
   { key: "inputNorm", suffix: "input_layernorm.weight", shape: (c) => [c.hiddenSize] },
   { key: "postAttentionNorm", suffix: "post_attention_layernorm.weight", shape: (c) => [c.hiddenSize] },
 ];
@@ -162,18 +184,23 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((dim, i) => dim === b[i]);
 }
 
-/** Checks every tensor's presence and shape in the headers, before any data is read. */
+/**
+ * Checks every tensor's presence and shape in the headers, before any data is
+ * read; returns the dtype each is stored in.
+ */
 async function checkHeaders(
   dir: string,
   placement: TensorPlacement,
   shapes: Map<string, number[]>,
-): Promise<void> {
+): Promise<Map<string, string>> {
+  const stored = new Map<string, string>();
   for (const [file, names] of placement) {
     const path = join(dir, file);
     const header = await readSafetensorsHeader(path);
     for (const name of names) {
       const found = header.tensors.get(name)?.shape;
       const expected = shapes.get(name) ?? [];
+      stored.set(name, header.tensors.get(name)?.dtype ?? "");
       if (!found) throw new Error(`${path}: tensor "${name}" is missing`);
       if (!sameShape(found, expected)) {
         throw new Error(
@@ -182,43 +209,60 @@ async function checkHeaders(
       }
     }
   }
+  return stored;
 }
 
-/** Reads the tensors of `specs` (and only those) from the model directory, whichever file each lives in. */
-async function readTensors(dir: string, specs: readonly TensorSpec[]): Promise<Map<string, Float32Array>> {
+/**
+ * Reads the tensors of `specs` (and only those) from the model directory, whichever
+ * file each lives in; those `asBf16` picks (by name and stored dtype) as bf16 bits.
+ */
+async function readTensors(
+  dir: string,
+  specs: readonly TensorSpec[],
+  asBf16: (name: string, storedDtype: string) => boolean,
+): Promise<Map<string, WeightArray>> {
   const placement = await placeTensors(
     dir,
     specs.map((spec) => spec.name),
   );
-  await checkHeaders(dir, placement, new Map(specs.map((spec) => [spec.name, spec.shape])));
-  const found = new Map<string, Float32Array>();
+  const stored = await checkHeaders(dir, placement, new Map(specs.map((spec) => [spec.name, spec.shape])));
+  const bf16 = new Set([...stored].filter(([name, dtype]) => asBf16(name, dtype)).map(([name]) => name));
+  const found = new Map<string, WeightArray>();
   for (const [file, keys] of placement) {
-    const { tensors } = await readSafetensors(join(dir, file), { keys });
-    for (const [name, tensor] of tensors) found.set(name, tensor.data);
+    for (const [name, data] of await readSafetensorsWeights(join(dir, file), keys, bf16))
+      found.set(name, data);
   }
   return found;
 }
 
 const SPEC_BY_KEY = new Map(LAYER_TENSORS.map((spec) => [spec.key, spec]));
 
+/** A tensor that is never held in bf16 (norms, biases, vision). */
+function float32(spec: TensorSpec, data: WeightArray): Float32Array {
+  if (!(data instanceof Float32Array)) throw new Error(`tensor "${spec.name}" must be float32`);
+  return data;
+}
+
 function assembleLayer(
   config: ModelConfig,
   layer: number,
-  take: (spec: TensorSpec) => Float32Array,
+  take: (spec: TensorSpec) => WeightArray,
 ): LayerWeights {
-  const get = (key: LayerKey) => {
-    const spec = SPEC_BY_KEY.get(key);
-    if (!spec) throw new Error(`no tensor spec for ${key}`);
-    return take({ name: layerTensorName(layer, spec.suffix), shape: spec.shape(config) });
+  const spec = (key: LayerKey): TensorSpec => {
+    const s = SPEC_BY_KEY.get(key);
+    if (!s) throw new Error(`no tensor spec for ${key}`);
+    return { name: layerTensorName(layer, s.suffix), shape: s.shape(config) };
   };
+  const matrix = (key: LayerKey) => take(spec(key));
+  const get = (key: LayerKey) => float32(spec(key), take(spec(key)));
   const weights: LayerWeights = {
-    qProj: get("qProj"),
-    kProj: get("kProj"),
-    vProj: get("vProj"),
-    oProj: get("oProj"),
-    gateProj: get("gateProj"),
-    upProj: get("upProj"),
-    downProj: get("downProj"),
+    qProj: matrix("qProj"),
+    kProj: matrix("kProj"),
+    vProj: matrix("vProj"),
+    oProj: matrix("oProj"),
+    gateProj: matrix("gateProj"),
+    upProj: matrix("upProj"),
+    downProj: matrix("downProj"),
     inputNorm: get("inputNorm"),
     postAttentionNorm: get("postAttentionNorm"),
   };
@@ -232,32 +276,58 @@ function assembleLayer(
 
 /**
  * Arranges tensors into ModelWeights. `take` returns the tensor with that HF name
- * and shape (and throws when it cannot); a tied lm_head is the embedding array.
+ * and shape (and throws when it cannot): f32, or bf16 for a matrix; a tied lm_head
+ * is the embedding array.
  */
 export function assembleModelWeights(
   config: ModelConfig,
-  take: (spec: TensorSpec) => Float32Array,
+  take: (spec: TensorSpec) => WeightArray,
 ): ModelWeights {
   const embedTokens = take({ name: EMBED_TOKENS, shape: [config.vocabSize, config.hiddenSize] });
   const layers = Array.from({ length: config.numLayers }, (_, layer) => assembleLayer(config, layer, take));
-  const norm = take({ name: FINAL_NORM, shape: [config.hiddenSize] });
+  const normSpec = { name: FINAL_NORM, shape: [config.hiddenSize] };
+  const norm = float32(normSpec, take(normSpec));
   const lmHead = config.tieWordEmbeddings
     ? embedTokens
     : take({ name: LM_HEAD, shape: [config.vocabSize, config.hiddenSize] });
   const weights: ModelWeights = { embedTokens, layers, norm, lmHead };
   const [proj, bias, pos] = visionTensorSpecs(config);
   if (proj && bias && pos)
-    weights.vision = { patchProj: take(proj), patchBias: take(bias), posEmbed: take(pos) };
+    weights.vision = {
+      patchProj: float32(proj, take(proj)),
+      patchBias: float32(bias, take(bias)),
+      posEmbed: float32(pos, take(pos)),
+    };
   return weights;
 }
 
+/** The HF names of the tensors held in the weight dtype: projections, embedding, lm_head. */
+export function matrixTensorNames(config: ModelConfig): Set<string> {
+  const names = new Set([EMBED_TOKENS, LM_HEAD]);
+  for (let layer = 0; layer < config.numLayers; layer++) {
+    for (const spec of LAYER_TENSORS) if (spec.matrix) names.add(layerTensorName(layer, spec.suffix));
+  }
+  return names;
+}
+
 /**
- * Loads the weights of a Llama / Qwen2 checkpoint as float32. Tensors the engine
- * does not use (e.g. `rotary_emb.inv_freq` buffers in older checkpoints, or an
- * lm_head next to tied embeddings) are not read at all.
+ * Loads the weights of a Llama / Qwen2 checkpoint, matrices in `dtype` (default:
+ * OPENTINKER_WEIGHT_DTYPE, else "stored": each as its file has it): in bf16, BF16
+ * tensors are read as stored and others rounded once. Tensors the engine does not use (e.g. `rotary_emb.inv_freq`
+ * buffers in older checkpoints, or an lm_head next to tied embeddings) are not
+ * read at all.
  */
-export async function loadModelWeights(dir: string, config: ModelConfig): Promise<ModelWeights> {
-  const found = await readTensors(dir, modelTensorSpecs(config));
+export async function loadModelWeights(
+  dir: string,
+  config: ModelConfig,
+  dtype: WeightDtypeChoice = weightDtypeFromEnv(),
+): Promise<ModelWeights> {
+  const matrices = matrixTensorNames(config);
+  const found = await readTensors(
+    dir,
+    modelTensorSpecs(config),
+    (name, stored) => matrices.has(name) && heldDtype(dtype, stored) === "bf16",
+  );
   return assembleModelWeights(config, ({ name }) => {
     const tensor = found.get(name);
     if (!tensor) throw new Error(`${dir}: tensor "${name}" was not read`);
@@ -265,15 +335,36 @@ export async function loadModelWeights(dir: string, config: ModelConfig): Promis
   });
 }
 
-function layerTensor(weights: ModelWeights, layer: number, key: LayerKey): Float32Array {
+/** The same weights with every matrix in `dtype` (norms, biases, vision untouched; a tie stays a tie). */
+export function convertModelWeights(
+  config: ModelConfig,
+  weights: ModelWeights,
+  dtype: WeightDtype,
+): ModelWeights {
+  const embedTokens = weightAs(weights.embedTokens, dtype);
+  const layers = weights.layers.map((l) => ({
+    ...l,
+    qProj: weightAs(l.qProj, dtype),
+    kProj: weightAs(l.kProj, dtype),
+    vProj: weightAs(l.vProj, dtype),
+    oProj: weightAs(l.oProj, dtype),
+    gateProj: weightAs(l.gateProj, dtype),
+    upProj: weightAs(l.upProj, dtype),
+    downProj: weightAs(l.downProj, dtype),
+  }));
+  const lmHead = config.tieWordEmbeddings ? embedTokens : weightAs(weights.lmHead, dtype);
+  return { ...weights, embedTokens, layers, lmHead };
+}
+
+function layerTensor(weights: ModelWeights, layer: number, key: LayerKey): WeightArray {
   const tensor = weights.layers[layer]?.[key];
   if (!tensor) throw new Error(`weights.layers[${layer}].${key} is missing`);
   return tensor;
 }
 
 /** Looks a tensor up by its HF name; the inverse of the naming above. */
-function tensorByName(config: ModelConfig, weights: ModelWeights): Map<string, Float32Array> {
-  const byName = new Map<string, Float32Array>([
+function tensorByName(config: ModelConfig, weights: ModelWeights): Map<string, WeightArray> {
+  const byName = new Map<string, WeightArray>([
     [EMBED_TOKENS, weights.embedTokens],
     [FINAL_NORM, weights.norm],
     [LM_HEAD, weights.lmHead],
@@ -294,13 +385,14 @@ function tensorByName(config: ModelConfig, weights: ModelWeights): Map<string, F
 /**
  * The HF name → tensor map of a model, ready for writeSafetensors. Lengths are
  * checked against the config; a tied lm_head is left out, as transformers saves it.
+ * A bf16 matrix is widened and marked BF16, so it is written back bit for bit.
  */
 export function modelWeightTensors(
   config: ModelConfig,
   weights: ModelWeights,
-): Map<string, { shape: number[]; data: Float32Array }> {
+): Map<string, { shape: number[]; data: Float32Array; dtype?: "BF16" }> {
   const byName = tensorByName(config, weights);
-  const out = new Map<string, { shape: number[]; data: Float32Array }>();
+  const out = new Map<string, { shape: number[]; data: Float32Array; dtype?: "BF16" }>();
   for (const spec of modelTensorSpecs(config)) {
     const data = byName.get(spec.name);
     const expected = spec.shape.reduce((a, b) => a * b, 1);
@@ -309,7 +401,12 @@ export function modelWeightTensors(
         `${spec.name}: expected ${expected} values [${spec.shape.join(", ")}], got ${data?.length ?? 0}`,
       );
     }
-    out.set(spec.name, { shape: spec.shape, data });
+    out.set(
+      spec.name,
+      data instanceof Float32Array
+        ? { shape: spec.shape, data }
+        : { shape: spec.shape, data: bf16ToFloats(data), dtype: "BF16" },
+    );
   }
   return out;
 }

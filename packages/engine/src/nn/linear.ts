@@ -7,6 +7,7 @@ import {
   linearBackwardWeight,
   loraBackward,
   loraForward,
+  type WeightArray,
 } from "@opentinker/kernels";
 
 export interface LoraBindingForLayer {
@@ -17,7 +18,8 @@ export interface LoraBindingForLayer {
 export interface LinearParams {
   dIn: number;
   dOut: number;
-  weight: Float32Array; // [dOut, dIn]
+  /** Frozen: f32 or bf16; trainable (full-parameter): always f32. */
+  weight: WeightArray; // [dOut, dIn]
   bias?: Float32Array; // [dOut]
   /** Present when the weight trains (full-parameter). */
   weightGrad?: Float32Array; // [dOut, dIn]

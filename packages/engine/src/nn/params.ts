@@ -1,7 +1,7 @@
 // The weights a forward pass uses: the frozen base model's, overlaid with a
 // policy's trainable tensors (full-parameter) or LoRA adapters. Grad buffers are
 // present exactly where something trains.
-import type { RopeFrequencies } from "@opentinker/kernels";
+import type { RopeFrequencies, WeightArray } from "@opentinker/kernels";
 import type { ModelConfig } from "../model/config.ts";
 import type { LinearParams, LoraBindingForLayer } from "./linear.ts";
 
@@ -48,11 +48,11 @@ export interface VisionParams {
 export interface ModelParams {
   shape: ModelShape;
   rope: RopeFrequencies;
-  embed: { table: Float32Array; grad?: Float32Array }; // [vocab, hidden]
+  embed: { table: WeightArray; grad?: Float32Array }; // [vocab, hidden]
   layers: LayerParams[];
   finalNorm: NormParams;
   /** [vocab, hidden]: lm_head, or the embedding table when tied (then grads are shared too). */
-  unembed: { weight: Float32Array; grad?: Float32Array; lora?: LoraBindingForLayer };
+  unembed: { weight: WeightArray; grad?: Float32Array; lora?: LoraBindingForLayer };
   /** Present for a vision-language model. */
   vision?: VisionParams;
 }

@@ -1,3 +1,4 @@
+import { WEIGHT_DTYPES, type WeightDtype } from "@opentinker/kernels";
 import type { ModelInput } from "@opentinker/protocol";
 import { describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
@@ -22,7 +23,7 @@ function batchOf(seqs: number[][]) {
   );
 }
 
-async function model(options: TinyModelOptions): Promise<BaseModel> {
+async function model(options: TinyModelOptions, weightDtype: WeightDtype = "f32"): Promise<BaseModel> {
   const dir = await tempDir();
   await writeTinyModel(dir, {
     hiddenSize: 32,
@@ -34,7 +35,7 @@ async function model(options: TinyModelOptions): Promise<BaseModel> {
     scale: 0.2,
     ...options,
   });
-  return loadBaseModel(dir, "tiny");
+  return loadBaseModel(dir, "tiny", { weightDtype });
 }
 
 describe("the transformer forward", () => {
@@ -45,17 +46,20 @@ describe("the transformer forward", () => {
     ],
     ["llama (tied embeddings)", { architecture: "llama", tieWordEmbeddings: true, numKvHeads: 4 }],
   ] as [string, TinyModelOptions][]) {
-    it(`matches the float64 reference within 1e-4: ${name}`, async () => {
-      const base = await model(options);
-      const { logprobs } = forward(frozenParams(base), batchOf(SEQUENCES));
-      const expected = SEQUENCES.flatMap((s) =>
-        referenceLogprobs(base.config, base.weights, base.rope, s.slice(0, -1), s.slice(1)),
-      );
-      expect(logprobs.length).toBe(expected.length);
-      logprobs.forEach((lp, i) => {
-        expect(Math.abs(lp - (expected[i] as number))).toBeLessThan(1e-4);
-      });
-    });
+    it.each(WEIGHT_DTYPES)(
+      `matches the float64 reference within 1e-4: ${name}, %s base weights`,
+      async (dtype) => {
+        const base = await model(options, dtype);
+        const { logprobs } = forward(frozenParams(base), batchOf(SEQUENCES));
+        const expected = SEQUENCES.flatMap((s) =>
+          referenceLogprobs(base.config, base.weights, base.rope, s.slice(0, -1), s.slice(1)),
+        );
+        expect(logprobs.length).toBe(expected.length);
+        logprobs.forEach((lp, i) => {
+          expect(Math.abs(lp - (expected[i] as number))).toBeLessThan(1e-4);
+        });
+      },
+    );
   }
 
   it("packed sequences do not see each other: each equals its own single-sequence forward", async () => {

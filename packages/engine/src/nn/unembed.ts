@@ -1,7 +1,9 @@
 // The last step: token logprobs from the final hidden states. Without an
 // unembedding adapter the fused kernel keeps at most a block of logits alive; with
-// one, logits of each row block are computed, shifted by the adapter, reduced.
+// one (or with a bf16 weight, which the fused kernel does not take), logits of each
+// row block are computed, shifted by the adapter, reduced.
 import {
+  isBf16,
   linear,
   linearBackwardInput,
   linearBackwardWeight,
@@ -40,7 +42,8 @@ export function unembedForward(
   targets: Int32Array, // [T]
 ): { logprobs: Float32Array; lse: Float32Array } {
   const { hiddenSize: H, vocabSize: V } = m.shape;
-  if (!m.unembed.lora) return unembedLogprobs(hidden, m.unembed.weight, targets, H, V);
+  const weight = m.unembed.weight;
+  if (!m.unembed.lora && !isBf16(weight)) return unembedLogprobs(hidden, weight, targets, H, V);
   const T = targets.length;
   const logprobs = new Float32Array(T);
   const lse = new Float32Array(T);
@@ -63,18 +66,9 @@ export function unembedBackward(
 ): void {
   const { hiddenSize: H, vocabSize: V } = m.shape;
   const lora = m.unembed.lora;
-  if (!lora) {
-    unembedLogprobsBackward(
-      hidden,
-      m.unembed.weight,
-      targets,
-      lse,
-      dLogprobs,
-      dHidden,
-      m.unembed.grad ?? null,
-      H,
-      V,
-    );
+  const weight = m.unembed.weight;
+  if (!lora && !isBf16(weight)) {
+    unembedLogprobsBackward(hidden, weight, targets, lse, dLogprobs, dHidden, m.unembed.grad ?? null, H, V);
     return;
   }
   for (const [start, end] of blocks(targets.length, rowBlock(V))) {
@@ -90,6 +84,6 @@ export function unembedBackward(
     );
     linearBackwardInput(dLogits, m.unembed.weight, dx, rows, H, V, true);
     if (m.unembed.grad) linearBackwardWeight(dLogits, x, m.unembed.grad, rows, H, V);
-    loraBackward(x, dLogits, rows, new Int32Array(rows), lora.table, dx, lora.grads);
+    if (lora) loraBackward(x, dLogits, rows, new Int32Array(rows), lora.table, dx, lora.grads);
   }
 }

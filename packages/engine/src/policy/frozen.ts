@@ -1,10 +1,11 @@
+import type { WeightArray } from "@opentinker/kernels";
 import type { BaseModel } from "../base-model.ts";
 import { type ModelConfig, type ModelWeights, visionDims } from "../model/index.ts";
 import type { LinearParams } from "../nn/linear.ts";
 import type { LayerParams, ModelParams, ModelShape, VisionParams } from "../nn/params.ts";
 
 export function frozenLinear(
-  weight: Float32Array,
+  weight: WeightArray,
   dIn: number,
   dOut: number,
   bias?: Float32Array,

@@ -8,6 +8,8 @@ import {
   VISION_PATCH_PROJ,
   VISION_POS_EMBED,
   visionDims,
+  type WeightArray,
+  widenWeight,
 } from "../model/index.ts";
 import type { LinearParams } from "../nn/linear.ts";
 import type { LayerParams, ModelParams, NormParams, VisionParams } from "../nn/params.ts";
@@ -25,8 +27,10 @@ export function createFullPolicy(base: BaseModel): Policy {
   const c = base.config;
   const w = base.weights;
   const tensors: TrainableTensor[] = [];
-  const own = (name: string, shape: number[], value: Float32Array) => {
-    const t = trainable(name, shape, Float32Array.from(value));
+  // Masters are f32 copies, widened from a bf16 base (exactly).
+  const own = (name: string, shape: number[], value: WeightArray) => {
+    const wide = widenWeight(value);
+    const t = trainable(name, shape, wide === value ? Float32Array.from(wide) : wide);
     tensors.push(t);
     return t;
   };
@@ -34,7 +38,7 @@ export function createFullPolicy(base: BaseModel): Policy {
   const lin = (
     layer: number,
     suffix: string,
-    weight: Float32Array,
+    weight: WeightArray,
     dIn: number,
     dOut: number,
     bias?: Float32Array,

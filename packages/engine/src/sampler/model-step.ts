@@ -64,6 +64,13 @@ export interface ModelStepOptions {
   matmul: StepMatmul;
 }
 
+/** A step's logits: [rows.length, vocab], one row per row that wants logits, in `rows` order. */
+export interface StepLogits<R extends StepRequest> {
+  rows: Row<R>[];
+  logits: Float32Array;
+  vocab: number;
+}
+
 export class ModelStep {
   private readonly cache: PagedKv;
 
@@ -73,14 +80,11 @@ export class ModelStep {
   }
 
   /**
-   * Runs the rows (after the copy-on-write the scheduler asked for) and hands
-   * each row that wants logits its [vocab] logits, one forward per model in turn.
+   * Runs the rows (after the copy-on-write the scheduler asked for), one forward
+   * per model in turn, and returns the logits of the rows that want them, so the
+   * whole step is sampled at once.
    */
-  run<R extends StepRequest>(
-    rows: readonly Row<R>[],
-    copies: readonly CopyInstruction[],
-    onLogits: (row: Row<R>, logits: Float32Array) => void,
-  ): void {
+  run<R extends StepRequest>(rows: readonly Row<R>[], copies: readonly CopyInstruction[]): StepLogits<R> {
     this.cache.copy(copies);
     const groups = new Map<string, Row<R>[]>();
     for (const row of rows) {
@@ -89,7 +93,19 @@ export class ModelStep {
       if (group) group.push(row);
       else groups.set(key, [row]);
     }
-    for (const group of groups.values()) this.runGroup(group, onLogits);
+    const vocab = this.options.baseParams.shape.vocabSize;
+    const parts = [...groups.values()].map((group) => this.runGroup(group));
+    const [only] = parts;
+    if (only && parts.length === 1) return { ...only, vocab };
+    // Full-parameter policies run their own forwards: their logits join one buffer.
+    const out: Row<R>[] = parts.flatMap((p) => p.rows);
+    const logits = new Float32Array(out.length * vocab);
+    let offset = 0;
+    for (const part of parts) {
+      logits.set(part.logits, offset);
+      offset += part.logits.length;
+    }
+    return { rows: out, logits, vocab };
   }
 
   /** Soft tokens of the prompt's images under the policy's own vision weights (full-parameter ones train them). */
@@ -116,10 +132,7 @@ export class ModelStep {
     return logprobs;
   }
 
-  private runGroup<R extends StepRequest>(
-    rows: Row<R>[],
-    onLogits: (row: Row<R>, logits: Float32Array) => void,
-  ): void {
+  private runGroup<R extends StepRequest>(rows: Row<R>[]): Omit<StepLogits<R>, "vocab"> {
     const { baseParams, pool, kv, matmul } = this.options;
     const entry = (rows[0] as Row<R>).request.entry;
     const full = entry.kind === "full";
@@ -143,10 +156,7 @@ export class ModelStep {
     if (softTokens) batch.softTokens = softTokens;
     const params = full ? (entry.params as ModelParams) : baseParams;
     const logits = pagedForward(params, full ? null : pool.loraTables(), this.cache, batch, matmul);
-    const V = params.shape.vocabSize;
-    logitRows.forEach((row, i) => {
-      onLogits(rows[row] as Row<R>, logits.subarray(i * V, (i + 1) * V));
-    });
+    return { rows: logitRows.map((row) => rows[row] as Row<R>), logits };
   }
 
   /** The weights of one policy as training-forward parameters. */

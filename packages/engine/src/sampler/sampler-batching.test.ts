@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { WEIGHT_DTYPES, type WeightDtype } from "@opentinker/kernels";
 import type { SampledSequence } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
@@ -15,6 +16,8 @@ import { Sampler } from "./sampler.ts";
 
 let dir: string;
 let base: BaseModel;
+/** The same checkpoint with f32 and with bf16 base weights; `base` is the f32 one outside the dtype loop. */
+const bases = new Map<WeightDtype, BaseModel>();
 let store: LocalSnapshotStore;
 const registry = new InMemorySnapshotRegistry();
 const PROMPT = [72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 32, 65, 66];
@@ -53,14 +56,24 @@ beforeAll(async () => {
     scale: 0.3,
     maxPositionEmbeddings: 40,
   });
-  base = await loadBaseModel(path.join(dir, "model"), "tiny");
+  for (const weightDtype of WEIGHT_DTYPES) {
+    bases.set(weightDtype, await loadBaseModel(path.join(dir, "model"), "tiny", { weightDtype }));
+  }
+  base = bases.get("f32") as BaseModel;
   store = new LocalSnapshotStore(path.join(dir, "snapshots"));
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 const newSampler = () => new Sampler({ base, store, registry, kvCacheBytes: 4 << 20, blockSize: 4 });
 
-describe("batching does not change results", () => {
+describe.each(WEIGHT_DTYPES)("batching does not change results (%s base weights)", (weightDtype) => {
+  beforeAll(() => {
+    base = bases.get(weightDtype) as BaseModel;
+  });
+  afterAll(() => {
+    base = bases.get("f32") as BaseModel;
+  });
+
   it("batch-invariant: a request's tokens and logprobs are bit-identical alone or in a crowd of its own and another adapter", async () => {
     const a = (await publish("crowd-a", 8, 301)).handle;
     const b = (await publish("crowd-b", 4, 302)).handle;
@@ -122,6 +135,41 @@ describe("batching does not change results", () => {
     expect((await s.sample(v2, PROMPT, 1, params)).sequences[0]?.tokens).toEqual(
       (await fresh.sample(v2, PROMPT, 1, params)).sequences[0]?.tokens,
     );
+  });
+});
+
+describe("filtered sampling", () => {
+  it("top-k, top-p and min-p requests sampled in one step with others get the tokens they get alone", async () => {
+    const { handle } = await publish("filters", 4, 11);
+    const kinds = [
+      {},
+      { topK: 5 },
+      { topP: 0.7, temperature: 0.8 },
+      { minP: 0.1 },
+      { topK: 8, topP: 0.9, minP: 0.05 },
+    ];
+    const calls = kinds.flatMap((k, i) => [
+      { policy: "base", params: { maxTokens: 6, seed: 30 + i, ...k } },
+      { policy: handle, params: { maxTokens: 6, seed: 60 + i, ...k } },
+    ]);
+    const alone: SampledSequence[][] = [];
+    for (const c of calls) alone.push((await newSampler().sample(c.policy, PROMPT, 2, c.params)).sequences);
+    const together = newSampler();
+    const batched = await Promise.all(calls.map((c) => together.sample(c.policy, PROMPT, 2, c.params)));
+    batched.forEach((r, i) => {
+      expect(r.sequences).toEqual(alone[i]);
+    });
+  });
+
+  it("min-p 1 keeps only the most likely token: the greedy tokens at any temperature", async () => {
+    const s = newSampler();
+    const greedy = (await s.sample("base", PROMPT, 1, { maxTokens: 8, temperature: 0 })).sequences[0];
+    const minP = (await s.sample("base", PROMPT, 3, { maxTokens: 8, temperature: 1.5, minP: 1, seed: 4 }))
+      .sequences;
+    for (const seq of minP) {
+      expect(seq.tokens).toEqual(greedy?.tokens);
+      expect(seq.logprobs).toEqual(greedy?.logprobs);
+    }
   });
 });
 
@@ -203,6 +251,7 @@ describe("bad sampling parameters", () => {
     );
     await expect(s.sample("base", PROMPT, 1, { maxTokens: 2, topP: 0 })).rejects.toThrow(/params.topP/);
     await expect(s.sample("base", PROMPT, 1, { maxTokens: 2, topP: 1.5 })).rejects.toThrow(/params.topP/);
+    await expect(s.sample("base", PROMPT, 1, { maxTokens: 2, minP: 1.5 })).rejects.toThrow(/params.minP/);
     await expect(s.sample("base", [1, 2, 100000], 1, { maxTokens: 2 })).rejects.toThrow(
       /prompt\[2\] is 100000/,
     );

@@ -27,7 +27,7 @@ import { ModelStep, type StepRequest } from "./model-step.ts";
 import { PagedKv } from "./paged-model.ts";
 import { PolicyPool, type PolicySource } from "./policy-pool.ts";
 import { checkedInput, parseSampleCall } from "./sample-call.ts";
-import { sampleToken } from "./sampling.ts";
+import { type SampledToken, sampleTokens, type TokenDraw } from "./sampling.ts";
 import { type Row, type ScheduledCompletion, Scheduler } from "./scheduler.ts";
 import { type StopCheck, stopChecker } from "./stop.ts";
 
@@ -226,7 +226,8 @@ export class Sampler {
     for (const request of plan.finished) this.settle(request);
     if (plan.preempted) this.restart(plan.preempted);
     if (plan.rows.length === 0) return plan.preempted !== undefined;
-    this.model.run(plan.rows, plan.copies, (row, logits) => this.onLogits(row, logits));
+    const { rows, logits, vocab } = this.model.run(plan.rows, plan.copies);
+    this.sampleStep(rows, logits, vocab);
     this.scheduler.committed(plan.rows);
     return true;
   }
@@ -241,17 +242,28 @@ export class Sampler {
     }
   }
 
-  private onLogits(row: Row<Request>, logits: Float32Array): void {
-    const { request, output } = row;
-    if (output.kind === "decode") this.advance(request, output.completion, logits);
-    if (output.kind !== "prompt") return;
-    this.scheduler.prefilled(request);
-    for (const c of request.completions) this.advance(request, c, logits);
+  /**
+   * Draws every token of the step in one native call, logits [rows.length, vocab]:
+   * a decode row's completion, or each completion of a prompt's last row (they
+   * share its logits). Then, row by row, records them and checks for stops.
+   */
+  private sampleStep(rows: readonly Row<Request>[], logits: Float32Array, vocab: number): void {
+    const draws: TokenDraw[] = [];
+    const drawers = ({ output, request }: Row<Request>): readonly Completion[] =>
+      output.kind === "decode" ? [output.completion] : output.kind === "prompt" ? request.completions : [];
+    rows.forEach((row, i) => {
+      for (const c of drawers(row)) draws.push({ row: i, params: row.request.params, rng: c.rng });
+    });
+    const sampled = sampleTokens(logits, vocab, draws);
+    let next = 0;
+    for (const row of rows) {
+      if (row.output.kind === "prompt") this.scheduler.prefilled(row.request);
+      for (const c of drawers(row)) this.advance(row.request, c, sampled[next++] as SampledToken);
+    }
   }
 
-  /** Samples a completion's next token from its row's logits and checks for a stop. */
-  private advance(request: Request, c: Completion, logits: Float32Array): void {
-    const sampled = sampleToken(logits, request.params, c.rng);
+  /** Records a completion's next token and checks for a stop. */
+  private advance(request: Request, c: Completion, sampled: SampledToken): void {
     c.tokens.push(sampled.token);
     c.logprobs.push(sampled.logprob);
     c.stopReason = request.stop(c.tokens);

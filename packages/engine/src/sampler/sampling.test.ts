@@ -1,7 +1,8 @@
+import { refSampleToken } from "@opentinker/kernels/reference";
 import { ZSamplingParams } from "@opentinker/protocol";
 import { describe, expect, it } from "vitest";
 import { Rng } from "../rng.ts";
-import { sampleToken } from "./sampling.ts";
+import { sampleToken, sampleTokens, type TokenDraw } from "./sampling.ts";
 import { stopChecker } from "./stop.ts";
 
 const params = (p: Record<string, unknown>) => ZSamplingParams.parse({ maxTokens: 4, ...p });
@@ -43,6 +44,54 @@ describe("sampleToken", () => {
     // p(1) = p(4) ≈ 0.39 each: a nucleus of 0.5 needs both, and only them.
     for (let i = 0; i < 200; i++)
       expect([1, 4]).toContain(sampleToken(logits, params({ topP: 0.5 }), rng).token);
+    // p(2) / p(1) = e⁻¹ ≈ 0.37: a min-p of 0.5 keeps only the two most likely.
+    for (let i = 0; i < 200; i++)
+      expect([1, 4]).toContain(sampleToken(logits, params({ minP: 0.5 }), rng).token);
+  });
+
+  it("each draw takes one number from its seeded stream and picks the float64 reference's token", () => {
+    const cases = [
+      {},
+      { temperature: 0 },
+      { temperature: 0.7 },
+      { topK: 3 },
+      { topK: 2, temperature: 1.3 },
+      { topP: 0.8 },
+      { minP: 0.2, temperature: 0.5 },
+      { topK: 4, topP: 0.9, minP: 0.1, temperature: 0.9 },
+    ].map(params);
+    for (const p of cases) {
+      for (let seed = 0; seed < 50; seed++) {
+        const rng = new Rng(seed);
+        const mirror = new Rng(seed);
+        for (let i = 0; i < 4; i++) {
+          const out = sampleToken(logits, p, rng);
+          expect(out.token).toBe(refSampleToken(logits, p, mirror.next()));
+          expect(out.logprob).toBeCloseTo((logits[out.token] as number) - lse, 6);
+        }
+      }
+    }
+  });
+
+  it("one call samples a batch of rows: the same tokens as one draw at a time", () => {
+    const rows = Float32Array.from([
+      ...logits,
+      ...logits.map((l) => -l),
+      ...logits.map((l, i) => l * (i % 2)),
+    ]);
+    const cases = [{}, { topK: 2 }, { topP: 0.6, temperature: 0.5 }, { minP: 0.3 }].map(params);
+    const draws = (seed: number): TokenDraw[] =>
+      Array.from({ length: 12 }, (_, i) => ({
+        row: i % 3,
+        params: cases[i % cases.length] as (typeof cases)[number],
+        rng: new Rng(seed + i),
+      }));
+    const batched = sampleTokens(rows, logits.length, draws(40));
+    const single = draws(40).map((d) =>
+      sampleToken(rows.subarray(d.row * logits.length, (d.row + 1) * logits.length), d.params, d.rng),
+    );
+    expect(batched.map((s) => s.token)).toEqual(single.map((s) => s.token));
+    expect(batched.map((s) => s.logprob)).toEqual(single.map((s) => s.logprob));
   });
 });
 

@@ -2,7 +2,7 @@
 // logprobs of one sequence, straight from the definitions (images included, as
 // soft tokens from the vision projection).
 import type { RopeFrequencies } from "@opentinker/kernels";
-import { type ModelConfig, type ModelWeights, visionDims } from "../model/index.ts";
+import { convertModelWeights, type ModelConfig, type ModelWeights, visionDims } from "../model/index.ts";
 
 type Vec = ArrayLike<number>;
 
@@ -55,15 +55,19 @@ function referenceSoftTokens(config: ModelConfig, weights: ModelWeights, image: 
   });
 }
 
-/** log p(targets[t] | inputs[0..t]) for one sequence; images replace the inputs at their positions. */
+/**
+ * log p(targets[t] | inputs[0..t]) for one sequence; images replace the inputs at
+ * their positions. bf16 weights are widened (exactly) first.
+ */
 export function referenceLogprobs(
   config: ModelConfig,
-  weights: ModelWeights,
+  heldWeights: ModelWeights,
   rope: RopeFrequencies,
   tokens: readonly number[],
   targets: readonly number[],
   images: readonly ReferenceImage[] = [],
 ): number[] {
+  const weights = convertModelWeights(config, heldWeights, "f32");
   const {
     hiddenSize: H,
     intermediateSize: I,

@@ -4,6 +4,7 @@
 #include "gemm.h"
 
 #include "gemm_parts.h"
+#include "isa.h"
 #include "simd.h"
 #include "thread_pool.h"
 
@@ -97,7 +98,7 @@ const char* blas_name() {
 
 const char* simd_name() {
 #ifdef OT_AVX2
-  return "avx2+fma";
+  return active_isa() == Isa::Avx512 ? "avx512" : "avx2+fma";
 #else
   return "scalar";
 #endif

@@ -33,16 +33,17 @@ void gemm(const GemmArgs& g);
 void gemm_own(const GemmArgs& g);
 /**
  * x·Wᵀ (A [m, k], B [n, k]) in which each row of C depends only on the same row
- * of A: every dot product is summed in one order whatever m is. A sampler batches
- * many requests into one matmul; with this, one request's logits do not change
- * with what else is in the batch. Only the NT layout.
+ * of A: every dot product is summed in one order whatever m is (and whatever the
+ * threads or the instruction set). A sampler batches many requests into one
+ * matmul; with this, one request's logits do not change with what else is in the
+ * batch. Only the NT layout; the packed kernel (gemm_packed.cc), at every m.
  */
 void gemm_rows(const GemmArgs& g);
 /** cblas_sgemm; returns false when the addon was built without a BLAS. */
 bool gemm_blas(const GemmArgs& g);
 /** "openblas <version>" or nullptr. */
 const char* blas_name();
-/** The SIMD instruction set the own kernels were compiled for. */
+/** The instruction set the own kernels run on: "avx512", "avx2+fma" or "scalar" (see isa.h). */
 const char* simd_name();
 
 }  // namespace ot

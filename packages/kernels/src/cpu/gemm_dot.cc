@@ -1,7 +1,5 @@
-// x·Wᵀ by dot tiles (B stored [n, k], no packing): the decode-sized products, where
-// packing B would cost more than the product, and gemm_rows, whose rows of C each
-// depend only on the same row of A.
-#include <algorithm>
+// x·Wᵀ by dot tiles (B stored [n, k], no packing): the decode-sized products of the
+// op as built ("auto"), where packing B would cost more than the product.
 #include <cmath>
 
 #include "gemm.h"
@@ -64,38 +62,15 @@ void dot_rows(const GemmArgs& g, int64_t j0, int64_t i0, int64_t i1) {
   for (; i < i1; ++i) dot_tile<1, NJ>(g, i, j0);
 }
 
-template <int NJ>
-void dot_rows(const GemmArgs& g, int64_t j0) {
-  dot_rows<NJ>(g, j0, 0, g.m);
-}
-
-// Rows of A per block, so a block (64 × k floats) stays in L2 while every column
-// tile of B streams past it once.
-constexpr int64_t kRowBlock = 64;
-
 }  // namespace
 
 void gemm_nt_small(const GemmArgs& g) {
   constexpr int64_t NJ = 3;
   const int64_t tiles = g.n / NJ;
   parallel_for(tiles, grain_for(tiles, 8), [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) dot_rows<NJ>(g, t * NJ);
+    for (int64_t t = t0; t < t1; ++t) dot_rows<NJ>(g, t * NJ, 0, g.m);
   });
-  for (int64_t j = tiles * NJ; j < g.n; ++j) dot_rows<1>(g, j);
-}
-
-void gemm_rows(const GemmArgs& g) {
-  if (g.m == 0 || g.n == 0) return;
-  if (g.k == 0 || g.alpha == 0.0f) return gemm_scale_c(g);
-  constexpr int64_t NJ = 3;
-  const int64_t tiles = g.n / NJ;
-  parallel_for(tiles, grain_for(tiles, 8), [&](int64_t t0, int64_t t1) {
-    for (int64_t i0 = 0; i0 < g.m; i0 += kRowBlock) {
-      const int64_t i1 = std::min(g.m, i0 + kRowBlock);
-      for (int64_t t = t0; t < t1; ++t) dot_rows<NJ>(g, t * NJ, i0, i1);
-    }
-  });
-  for (int64_t j = tiles * NJ; j < g.n; ++j) dot_rows<1>(g, j);
+  for (int64_t j = tiles * NJ; j < g.n; ++j) dot_rows<1>(g, j, 0, g.m);
 }
 
 }  // namespace ot

@@ -1,9 +1,18 @@
-// The packed GEMM's register tile (GotoBLAS layout), for gemm_packed.cc: an
-// [MR × NR] tile of C accumulates in registers over a k-major panel of packed A
-// (MR rows) and one of packed B (NR columns). The tile size follows the SIMD
-// width the addon is compiled for: 12×32 on AVX-512, 6×16 on AVX2 and scalar.
+// The packed GEMM's register tiles, for gemm_packed.cc only: an [R × NR] tile of C
+// (R ≤ MR rows) accumulates in registers over a k-major panel of packed A (MR
+// rows) and one of packed B (NR columns). One tile per instruction set: 6×16 on
+// AVX2 (12 ymm accumulators), 12×32 on AVX-512 (24 zmm), plus 1- and 2-row
+// tiles over several panels for decode-sized products; each compiled for its
+// target and picked at run time (isa.h).
+//
+// Every tile sums C[i, j] in one order: acc = fma(a[i, p], b[p, j], acc) for p
+// ascending over the K block, then C = acc, C + acc or beta·C + acc (as fma).
+// The row count R, the tile and the instruction set change only how many such
+// sums run side by side, so a row of C is the same bits whatever m is, and the
+// same on both paths.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "simd.h"
@@ -11,105 +20,198 @@
 namespace ot {
 namespace gemm_tile {
 
-#if defined(__AVX512F__)
-#define OT_GEMM_AVX512 1
-constexpr int MR = 12;
-constexpr int NR = 32;
-#else
-constexpr int MR = 6;
-constexpr int NR = 16;
-#endif
+/** How a tile of C takes one K block's sums. */
+enum class Store { Overwrite, Accumulate, ScaleBeta };
 
-#ifdef OT_GEMM_AVX512
+struct TileArgs {
+  int64_t kc;      // the K block's length
+  const float* a;  // packed A: kc steps of MR floats (rows ≥ R unused)
+  const float* b;  // packed B: kc steps of NR floats (columns ≥ cols are zero)
+  int64_t panel_stride;  // floats from one packed B panel to the next (wide tiles)
+  float* c;
+  int64_t ldc;
+  int cols;  // valid columns of the tile: 1..NR per panel, only the last one partial
+  Store store;
+  float beta;  // for Store::ScaleBeta
+};
+
+using TileFn = void (*)(const TileArgs&);
+
+/** A tile over several B panels at once (for 1 or 2 rows). */
+struct WideTile {
+  int panels;
+  TileFn fn;
+};
+
+namespace {
+
+#ifdef OT_AVX2
+constexpr int kAvx2MR = 6;
+constexpr int kAvx2NR = 16;
+
 /**
- * C[MR][NR] (+)= Σ_p ap[p][·] ⊗ bp[p][·] straight into a full tile of C: 24 zmm
- * accumulators, two B loads and twelve broadcasts per k step.
+ * R rows × P panels (P·16 columns; P > 1 keeps 8 sums in flight when R is small,
+ * so the FMA latency does not bound a decode-sized product).
  */
-inline void micro_kernel_full(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool overwrite) {
-  __m512 acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+template <int R, int P>
+void tile_avx2(const TileArgs& t) {
+  __m256 acc[P][2][R];
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm256_setzero_ps();
+  const float* ap = t.a;
+  const float* bp = t.b;
+  const int64_t kc = t.kc;  // locals: the stores below could alias t
+  const int64_t panel = t.panel_stride;
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(bp);
-    const __m512 b1 = _mm512_loadu_ps(bp + 16);
-#pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) {
-      const __m512 a = _mm512_set1_ps(ap[r]);
-      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    __m256 b[P][2];
+#pragma GCC unroll 16
+    for (int q = 0; q < P; ++q) {
+      b[q][0] = _mm256_loadu_ps(bp + q * panel);
+      b[q][1] = _mm256_loadu_ps(bp + q * panel + 8);
     }
-    ap += MR;
-    bp += NR;
-  }
-  for (int r = 0; r < MR; ++r) {
-    float* row = c + r * ldc;
-    if (overwrite) {
-      _mm512_storeu_ps(row, acc[r][0]);
-      _mm512_storeu_ps(row + 16, acc[r][1]);
-    } else {
-      _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[r][0]));
-      _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[r][1]));
-    }
-  }
-}
-#endif
-
-/** acc[MR][NR] = Σ_p ap[p][·] ⊗ bp[p][·]. */
-inline void micro_kernel(int64_t kc, const float* ap, const float* bp, float* acc) {
-#ifdef OT_GEMM_AVX512
-  micro_kernel_full(kc, ap, bp, acc, NR, true);
-#elif defined(OT_AVX2)
-  // 12 accumulators, two B loads and one broadcast: 15 of the 16 ymm registers.
-  __m256 acc0[MR], acc1[MR];
-  for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(bp);
-    const __m256 b1 = _mm256_loadu_ps(bp + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
       const __m256 a = _mm256_broadcast_ss(ap + r);
-      acc0[r] = _mm256_fmadd_ps(a, b0, acc0[r]);
-      acc1[r] = _mm256_fmadd_ps(a, b1, acc1[r]);
-    }
-    ap += MR;
-    bp += NR;
-  }
-  for (int r = 0; r < MR; ++r) {
-    _mm256_storeu_ps(acc + r * NR, acc0[r]);
-    _mm256_storeu_ps(acc + r * NR + 8, acc1[r]);
-  }
-#else
-  for (int i = 0; i < MR * NR; ++i) acc[i] = 0.0f;
-  for (int64_t p = 0; p < kc; ++p) {
-    for (int r = 0; r < MR; ++r) {
-      for (int c = 0; c < NR; ++c) acc[r * NR + c] += ap[r] * bp[c];
-    }
-    ap += MR;
-    bp += NR;
-  }
-#endif
-}
-
-/** C tile += acc (or C = beta·C + acc on the first k block), clipped to rows × cols. */
-inline void store_tile(const float* acc, float* c, int64_t ldc, int rows, int cols, bool first, float beta) {
-  for (int r = 0; r < rows; ++r) {
-    float* row = c + r * ldc;
-    const float* src = acc + r * NR;
-    if (!first || beta == 1.0f) {
-      int col = 0;
-#ifdef OT_AVX2
-      for (; col + 8 <= cols; col += 8) {
-        _mm256_storeu_ps(row + col, _mm256_add_ps(_mm256_loadu_ps(row + col), _mm256_loadu_ps(src + col)));
+#pragma GCC unroll 16
+      for (int q = 0; q < P; ++q) {
+        acc[q][0][r] = _mm256_fmadd_ps(a, b[q][0], acc[q][0][r]);
+        acc[q][1][r] = _mm256_fmadd_ps(a, b[q][1], acc[q][1][r]);
       }
-#endif
-      for (; col < cols; ++col) row[col] += src[col];
-    } else if (beta == 0.0f) {
-      for (int col = 0; col < cols; ++col) row[col] = src[col];
-    } else {
-      for (int col = 0; col < cols; ++col) row[col] = beta * row[col] + src[col];
+    }
+    ap += kAvx2MR;
+    bp += kAvx2NR;
+  }
+  const __m256 beta = _mm256_set1_ps(t.beta);
+  const int64_t ldc = t.ldc;
+  const Store store = t.store;
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q) {
+    const int cols = t.cols - q * kAvx2NR;  // only the last panel may be partial
+    const bool full = cols >= kAvx2NR;
+    const __m256i m0 = lane_mask(cols < 8 ? cols : 8);
+    const __m256i m1 = lane_mask(cols > 8 ? (full ? 8 : cols - 8) : 0);
+    float* const c = t.c + q * kAvx2NR;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      float* row = c + r * ldc;
+      __m256 v0 = acc[q][0][r], v1 = acc[q][1][r];
+      if (store != Store::Overwrite) {
+        const __m256 c0 = full ? _mm256_loadu_ps(row) : _mm256_maskload_ps(row, m0);
+        const __m256 c1 = full ? _mm256_loadu_ps(row + 8) : _mm256_maskload_ps(row + 8, m1);
+        v0 = store == Store::Accumulate ? _mm256_add_ps(c0, v0) : _mm256_fmadd_ps(beta, c0, v0);
+        v1 = store == Store::Accumulate ? _mm256_add_ps(c1, v1) : _mm256_fmadd_ps(beta, c1, v1);
+      }
+      if (full) {
+        _mm256_storeu_ps(row, v0);
+        _mm256_storeu_ps(row + 8, v1);
+      } else {
+        _mm256_maskstore_ps(row, m0, v0);
+        _mm256_maskstore_ps(row + 8, m1, v1);
+      }
     }
   }
 }
 
+constexpr TileFn kAvx2Tiles[kAvx2MR + 1] = {nullptr,         tile_avx2<1, 1>, tile_avx2<2, 1>, tile_avx2<3, 1>,
+                                            tile_avx2<4, 1>, tile_avx2<5, 1>, tile_avx2<6, 1>};
+// Rows 1 and 2 over several panels at once: [rows] → {panels, tile}.
+constexpr WideTile kAvx2Wide[3] = {{1, nullptr}, {4, tile_avx2<1, 4>}, {2, tile_avx2<2, 2>}};
+
+constexpr int kAvx512MR = 12;
+constexpr int kAvx512NR = 32;
+
+/** R rows × P panels (P·32 columns), as tile_avx2. */
+template <int R, int P>
+OT_TARGET_AVX512 void tile_avx512(const TileArgs& t) {
+  __m512 acc[P][2][R];
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm512_setzero_ps();
+  const float* ap = t.a;
+  const float* bp = t.b;
+  const int64_t kc = t.kc;
+  const int64_t panel = t.panel_stride;
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 b[P][2];
+#pragma GCC unroll 16
+    for (int q = 0; q < P; ++q) {
+      b[q][0] = _mm512_loadu_ps(bp + q * panel);
+      b[q][1] = _mm512_loadu_ps(bp + q * panel + 16);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(ap[r]);
+#pragma GCC unroll 16
+      for (int q = 0; q < P; ++q) {
+        acc[q][0][r] = _mm512_fmadd_ps(a, b[q][0], acc[q][0][r]);
+        acc[q][1][r] = _mm512_fmadd_ps(a, b[q][1], acc[q][1][r]);
+      }
+    }
+    ap += kAvx512MR;
+    bp += kAvx512NR;
+  }
+  const __m512 beta = _mm512_set1_ps(t.beta);
+  const int64_t ldc = t.ldc;
+  const Store store = t.store;
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q) {
+    const int cols = t.cols - q * kAvx512NR;
+    const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
+    const __mmask16 m1 = cols >= 32 ? 0xFFFF : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
+    float* const c = t.c + q * kAvx512NR;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      float* row = c + r * ldc;
+      __m512 v0 = acc[q][0][r], v1 = acc[q][1][r];
+      if (store != Store::Overwrite) {
+        const __m512 c0 = _mm512_maskz_loadu_ps(m0, row);
+        const __m512 c1 = _mm512_maskz_loadu_ps(m1, row + 16);
+        v0 = store == Store::Accumulate ? _mm512_add_ps(c0, v0) : _mm512_fmadd_ps(beta, c0, v0);
+        v1 = store == Store::Accumulate ? _mm512_add_ps(c1, v1) : _mm512_fmadd_ps(beta, c1, v1);
+      }
+      _mm512_mask_storeu_ps(row, m0, v0);
+      _mm512_mask_storeu_ps(row + 16, m1, v1);
+    }
+  }
+}
+
+constexpr TileFn kAvx512Tiles[kAvx512MR + 1] = {
+    nullptr,            tile_avx512<1, 1>,  tile_avx512<2, 1>,  tile_avx512<3, 1>, tile_avx512<4, 1>,
+    tile_avx512<5, 1>,  tile_avx512<6, 1>,  tile_avx512<7, 1>,  tile_avx512<8, 1>, tile_avx512<9, 1>,
+    tile_avx512<10, 1>, tile_avx512<11, 1>, tile_avx512<12, 1>};
+constexpr WideTile kAvx512Wide[3] = {{1, nullptr}, {4, tile_avx512<1, 4>}, {2, tile_avx512<2, 2>}};
+#else
+// Not x86-64: a portable tile with the same order of operations.
+constexpr int kPortableMR = 4;
+constexpr int kPortableNR = 16;
+
+template <int R>
+void tile_portable(const TileArgs& t) {
+  float acc[R][kPortableNR] = {};
+  for (int64_t p = 0; p < t.kc; ++p) {
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < kPortableNR; ++j) acc[r][j] = std::fma(t.a[p * kPortableMR + r], t.b[p * kPortableNR + j], acc[r][j]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float* row = t.c + r * t.ldc;
+    for (int j = 0; j < t.cols && j < kPortableNR; ++j) {
+      if (t.store == Store::Overwrite) row[j] = acc[r][j];
+      else if (t.store == Store::Accumulate) row[j] = row[j] + acc[r][j];
+      else row[j] = std::fma(t.beta, row[j], acc[r][j]);
+    }
+  }
+}
+
+constexpr TileFn kPortableTiles[kPortableMR + 1] = {nullptr, tile_portable<1>, tile_portable<2>, tile_portable<3>,
+                                                    tile_portable<4>};
+constexpr WideTile kPortableWide[3] = {{1, nullptr}, {1, nullptr}, {1, nullptr}};
+#endif
+
+}  // namespace
 }  // namespace gemm_tile
 }  // namespace ot

@@ -1,24 +1,53 @@
-// The addon's own packed GEMM (GotoBLAS layout): B is packed one [KC × NC] block
-// at a time into NR-column panels shared by every thread; each task packs an
-// [MC × KC] block of A into MR-row panels and runs the register tile over them.
+// The addon's own packed GEMM, the kernel behind both "own" and "rows". Each task
+// owns a range of C's columns (and, when columns are few, of its rows); per K
+// block it packs its rows of A into MR-row panels (scaled by alpha) and, a chunk
+// at a time, its columns of B into NR-column panels, then runs the register tile
+// (gemm_microkernel.h) over them. K blocks have a fixed length (KC) and are taken
+// in order, so C[i, j]'s sum does not depend on m, on the tasks or on the threads:
+// the product is batch-invariant and deterministic, on either instruction set.
 #include <algorithm>
 #include <vector>
 
 #include "gemm.h"
 #include "gemm_microkernel.h"
 #include "gemm_parts.h"
+#include "isa.h"
+#include "simd.h"
 #include "thread_pool.h"
 
 namespace ot {
 namespace {
 
-using gemm_tile::MR;
-using gemm_tile::NR;
+using gemm_tile::Store;
+using gemm_tile::TileArgs;
+using gemm_tile::TileFn;
 
-// Cache blocks: an [MC × KC] block of A stays in L2, a [KC × NR] panel of B in L1.
-constexpr int64_t KC = 192;
-constexpr int64_t MC = 120;   // multiple of MR
-constexpr int64_t NC = 3072;  // multiple of NR
+// The K block: fixed, and the same on every path, so both give the same bits.
+constexpr int64_t KC = 256;
+// Columns of B packed at a time: a [KC × kChunkCols] block (192 KiB) stays in L2
+// while the rows of A stream past it.
+constexpr int64_t kChunkCols = 192;
+// Rows of A per task at most: a [kTaskRows × KC] block (512 KiB) in L2.
+constexpr int64_t kTaskRows = 512;
+
+/** One instruction set's tile: its shape and its functions by row count (1..MR). */
+struct Kernel {
+  int mr, nr;
+  const TileFn* tiles;
+  const gemm_tile::WideTile* wide;  // [rows] for rows 1 and 2
+};
+
+Kernel kernel_for(Isa isa) {
+#ifdef OT_AVX2
+  if (isa == Isa::Avx512) {
+    return {gemm_tile::kAvx512MR, gemm_tile::kAvx512NR, gemm_tile::kAvx512Tiles, gemm_tile::kAvx512Wide};
+  }
+  return {gemm_tile::kAvx2MR, gemm_tile::kAvx2NR, gemm_tile::kAvx2Tiles, gemm_tile::kAvx2Wide};
+#else
+  (void)isa;
+  return {gemm_tile::kPortableMR, gemm_tile::kPortableNR, gemm_tile::kPortableTiles, gemm_tile::kPortableWide};
+#endif
+}
 
 // Pack buffers grow once to their largest size and are reused: no allocation in
 // steady state. Thread-local, so concurrent callers never share one.
@@ -27,122 +56,189 @@ float* scratch(std::vector<float>& buffer, size_t size) {
   return buffer.data();
 }
 
-/** A[ic.., pc..] → panels of MR rows, k-major, scaled by alpha, zero-padded. */
-void pack_a(const GemmArgs& g, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float* out) {
-  for (int64_t panel = 0; panel < mc; panel += MR) {
-    const int rows = static_cast<int>(std::min<int64_t>(MR, mc - panel));
+/** Rows [i0, i0+rows) of op(A), K block [pc, pc+kc) → MR-row panels, k-major, times alpha. */
+void pack_a(const GemmArgs& g, int mr, int64_t i0, int64_t rows, int64_t pc, int64_t kc, float* out) {
+  for (int64_t panel = 0; panel < rows; panel += mr) {
+    const int64_t n_rows = std::min<int64_t>(mr, rows - panel);
     float* dst = out + panel * kc;
-    for (int r = 0; r < MR; ++r) {
-      const int64_t i = ic + panel + r;
-      if (r >= rows) {
-        for (int64_t p = 0; p < kc; ++p) dst[p * MR + r] = 0.0f;
-      } else if (!g.trans_a) {
-        const float* src = g.a + i * g.lda + pc;
-        for (int64_t p = 0; p < kc; ++p) dst[p * MR + r] = g.alpha * src[p];
-      } else {
-        const float* src = g.a + pc * g.lda + i;
-        for (int64_t p = 0; p < kc; ++p) dst[p * MR + r] = g.alpha * src[p * g.lda];
-      }
-    }
-  }
-}
-
-/** B[pc.., jc..] → panels of NR columns, k-major, zero-padded. Panels [p0, p1). */
-void pack_b(const GemmArgs& g, int64_t jc, int64_t nc, int64_t pc, int64_t kc, float* out, int64_t p0, int64_t p1) {
-  for (int64_t panel = p0; panel < p1; ++panel) {
-    const int64_t j0 = panel * NR;
-    const int cols = static_cast<int>(std::min<int64_t>(NR, nc - j0));
-    float* dst = out + j0 * kc;
-    if (!g.trans_b) {
+    if (g.trans_a) {
+      // A stored [k, m]: each step of k is n_rows contiguous floats.
       for (int64_t p = 0; p < kc; ++p) {
-        const float* src = g.b + (pc + p) * g.ldb + jc + j0;
-        float* d = dst + p * NR;
-        int c = 0;
-        for (; c < cols; ++c) d[c] = src[c];
-        for (; c < NR; ++c) d[c] = 0.0f;
+        const float* src = g.a + (pc + p) * g.lda + i0 + panel;
+        for (int64_t r = 0; r < n_rows; ++r) dst[p * mr + r] = g.alpha * src[r];
       }
-    } else {
-      for (int c = 0; c < NR; ++c) {
-        if (c >= cols) {
-          for (int64_t p = 0; p < kc; ++p) dst[p * NR + c] = 0.0f;
-          continue;
-        }
-        const float* src = g.b + (jc + j0 + c) * g.ldb + pc;
-        for (int64_t p = 0; p < kc; ++p) dst[p * NR + c] = src[p];
-      }
+      continue;
+    }
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const float* src = g.a + (i0 + panel + r) * g.lda + pc;
+      for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = g.alpha * src[p];
     }
   }
 }
 
-struct BlockJob {
+#ifdef OT_AVX2
+/** Transposes the 8×8 block r[0..8) in place (r[q] becomes column q). */
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+#endif
+
+/**
+ * Columns [j, j+cols) of op(B) for B stored [n, k] (rows of a weight matrix), K
+ * block [pc, pc+kc) → one NR-column panel dst[p·nr + c], zero-padded: 8×8
+ * transposes in registers, a full row of the panel written at a time.
+ */
+void pack_b_rows(const GemmArgs& g, int nr, int64_t j, int64_t cols, int64_t pc, int64_t kc, float* dst) {
+  const int64_t groups = cols / 8;  // full groups of 8 columns
+  int64_t vector_k = 0;
+#ifdef OT_AVX2
+  vector_k = kc / 8 * 8;
+  // 16 columns (a cache line of the panel's row) at a time: 16 source streams.
+  for (int64_t h = 0; h < groups * 8; h += 16) {
+    const int64_t h1 = std::min(groups * 8, h + 16);
+    for (int64_t p = 0; p < vector_k; p += 8) {
+      for (int64_t c0 = h; c0 < h1; c0 += 8) {
+        __m256 r[8];
+        for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(g.b + (j + c0 + q) * g.ldb + pc + p);
+        transpose8(r);
+        for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + (p + q) * nr + c0, r[q]);
+      }
+    }
+  }
+#endif
+  for (int64_t p = vector_k; p < kc; ++p)
+    for (int64_t c = 0; c < groups * 8; ++c) dst[p * nr + c] = g.b[(j + c) * g.ldb + pc + p];
+  // The columns past the last full group: a partial group and the zero padding.
+  for (int64_t c = groups * 8; c < nr; ++c) {
+    const float* src = g.b + (j + c) * g.ldb + pc;
+    for (int64_t q = 0; q < kc; ++q) dst[q * nr + c] = c < cols ? src[q] : 0.0f;
+  }
+}
+
+/** Columns [j0, j0+cols) of op(B), K block [pc, pc+kc) → NR-column panels, k-major, zero-padded. */
+void pack_b(const GemmArgs& g, int nr, int64_t j0, int64_t cols, int64_t pc, int64_t kc, float* out) {
+  for (int64_t panel = 0; panel < cols; panel += nr) {
+    const int64_t n_cols = std::min<int64_t>(nr, cols - panel);
+    const int64_t j = j0 + panel;
+    float* dst = out + panel * kc;
+    if (g.trans_b) {
+      pack_b_rows(g, nr, j, n_cols, pc, kc, dst);
+      continue;
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = g.b + (pc + p) * g.ldb + j;
+      float* d = dst + p * nr;
+      std::copy(src, src + n_cols, d);
+      std::fill(d + n_cols, d + nr, 0.0f);
+    }
+  }
+}
+
+struct Plan {
   const GemmArgs* g;
-  int64_t jc, nc, pc, kc;
-  const float* b_packed;
-  int64_t m_blocks, n_groups, panels_per_group;
-  bool first;
+  Kernel kernel;
+  int64_t col_tasks, cols_per_task;  // multiple of nr
+  int64_t row_tasks, rows_per_task;  // multiple of mr
 };
 
-/** One task: an MC block of rows × a group of NR panels. */
-void run_block(const BlockJob& job, int64_t task) {
-  thread_local std::vector<float> a_buffer;
-  thread_local float acc[MR * NR];
-  const GemmArgs& g = *job.g;
-  const int64_t ib = task / job.n_groups;
-  const int64_t group = task % job.n_groups;
-  const int64_t ic = ib * MC;
-  const int64_t mc = std::min(MC, g.m - ic);
-  float* a_packed = scratch(a_buffer, static_cast<size_t>(((mc + MR - 1) / MR) * MR * job.kc));
-  pack_a(g, ic, mc, job.pc, job.kc, a_packed);
-  const int64_t total_panels = (job.nc + NR - 1) / NR;
-  const int64_t p0 = group * job.panels_per_group;
-  const int64_t p1 = std::min(total_panels, p0 + job.panels_per_group);
-  for (int64_t panel = p0; panel < p1; ++panel) {
-    const int64_t j0 = panel * NR;
-    const int cols = static_cast<int>(std::min<int64_t>(NR, job.nc - j0));
-    const float* bp = job.b_packed + j0 * job.kc;
-    for (int64_t ir = 0; ir < mc; ir += MR) {
-      const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
-      float* c = g.c + (ic + ir) * g.ldc + job.jc + j0;
-#ifdef OT_GEMM_AVX512
-      // Full tiles update C directly (beta 0 or 1); edges go through a local tile.
-      if (rows == MR && cols == NR && (!job.first || g.beta == 0.0f || g.beta == 1.0f)) {
-        gemm_tile::micro_kernel_full(job.kc, a_packed + ir * job.kc, bp, c, g.ldc, job.first && g.beta == 0.0f);
-        continue;
+/** One task: rows [i0, i1) × columns [j0, j1) of C, every K block in order. */
+void run_task(const Plan& plan, int64_t task) {
+  thread_local std::vector<float> a_buffer, b_buffer;
+  const GemmArgs& g = *plan.g;
+  const int mr = plan.kernel.mr, nr = plan.kernel.nr;
+  const int64_t i0 = (task % plan.row_tasks) * plan.rows_per_task;
+  const int64_t i1 = std::min(g.m, i0 + plan.rows_per_task);
+  const int64_t j0 = (task / plan.row_tasks) * plan.cols_per_task;
+  const int64_t j1 = std::min(g.n, j0 + plan.cols_per_task);
+  if (i0 >= i1 || j0 >= j1) return;
+  // Equal chunks of at most kChunkCols (a short last chunk would reuse each A panel little).
+  const int64_t panels = (j1 - j0 + nr - 1) / nr;
+  const int64_t max_panels = std::max<int64_t>(1, kChunkCols / nr);
+  const int64_t n_chunks = (panels + max_panels - 1) / max_panels;
+  const int64_t chunk = (panels + n_chunks - 1) / n_chunks * nr;
+  const int64_t rows = i1 - i0;
+  float* ap = scratch(a_buffer, static_cast<size_t>((rows + mr - 1) / mr * mr * std::min(KC, g.k)));
+  float* bp = scratch(b_buffer, static_cast<size_t>(chunk * std::min(KC, g.k)));
+  for (int64_t pc = 0; pc < g.k; pc += KC) {
+    const int64_t kc = std::min(KC, g.k - pc);
+    const Store store = pc > 0 || g.beta == 1.0f ? Store::Accumulate
+                        : g.beta == 0.0f         ? Store::Overwrite
+                                                 : Store::ScaleBeta;
+    pack_a(g, mr, i0, rows, pc, kc, ap);
+    for (int64_t jc = j0; jc < j1; jc += chunk) {
+      const int64_t cols = std::min(chunk, j1 - jc);
+      pack_b(g, nr, jc, cols, pc, kc, bp);
+      for (int64_t ir = 0; ir < rows; ir += mr) {
+        const int r = static_cast<int>(std::min<int64_t>(mr, rows - ir));
+        float* c = g.c + (i0 + ir) * g.ldc + jc;
+        int64_t jr = 0;
+        if (r <= 2 && plan.kernel.wide[r].fn) {
+          const gemm_tile::WideTile wide = plan.kernel.wide[r];
+          const int64_t span = wide.panels * nr;
+          for (; jr + span <= cols; jr += span) {
+            wide.fn(TileArgs{kc, ap + ir * kc, bp + jr * kc, nr * kc, c + jr, g.ldc, static_cast<int>(span), store, g.beta});
+          }
+        }
+        const TileFn tile = plan.kernel.tiles[r];
+        for (; jr < cols; jr += nr) {
+          const int n_cols = static_cast<int>(std::min<int64_t>(nr, cols - jr));
+          tile(TileArgs{kc, ap + ir * kc, bp + jr * kc, nr * kc, c + jr, g.ldc, n_cols, store, g.beta});
+        }
       }
-#endif
-      gemm_tile::micro_kernel(job.kc, a_packed + ir * job.kc, bp, acc);
-      gemm_tile::store_tile(acc, c, g.ldc, rows, cols, job.first, g.beta);
     }
   }
 }
 
 }  // namespace
 
+void gemm_packed(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0 || g.alpha == 0.0f) return gemm_scale_c(g);
+  const Kernel kernel = kernel_for(active_isa());
+  const int64_t threads = num_threads();
+  // About two tasks per thread (a loaded core then delays less), split over the
+  // columns first; over the rows too when there are few column panels.
+  // A task's packed A ([rows × KC]) should stay in L2: tall products split their
+  // rows into blocks of at most kTaskRows first.
+  const int64_t want = threads > 1 ? threads * 2 : 1;
+  const int64_t panels = (g.n + kernel.nr - 1) / kernel.nr;
+  const int64_t row_panels = (g.m + kernel.mr - 1) / kernel.mr;
+  const int64_t min_row_tasks = (g.m + kTaskRows - 1) / kTaskRows;
+  const int64_t col_tasks = std::min(panels, (want + min_row_tasks - 1) / min_row_tasks);
+  const int64_t row_tasks = std::min(row_panels, std::max(min_row_tasks, (want + col_tasks - 1) / col_tasks));
+  Plan plan{&g, kernel, 0, 0, 0, 0};
+  plan.cols_per_task = (panels + col_tasks - 1) / col_tasks * kernel.nr;
+  plan.col_tasks = (g.n + plan.cols_per_task - 1) / plan.cols_per_task;
+  plan.rows_per_task = (row_panels + row_tasks - 1) / row_tasks * kernel.mr;
+  plan.row_tasks = (g.m + plan.rows_per_task - 1) / plan.rows_per_task;
+  parallel_for(plan.col_tasks * plan.row_tasks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) run_task(plan, t);
+  });
+}
+
 void gemm_own(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0 || g.alpha == 0.0f) return gemm_scale_c(g);
+  // As the op without OpenBLAS: decode-sized x·Wᵀ by the dot tiles.
   if (!g.trans_a && g.trans_b && g.m <= kSmallM) return gemm_nt_small(g);
-  thread_local std::vector<float> b_buffer;
-  const int threads = num_threads();
-  for (int64_t jc = 0; jc < g.n; jc += NC) {
-    const int64_t nc = std::min(NC, g.n - jc);
-    const int64_t panels = (nc + NR - 1) / NR;
-    for (int64_t pc = 0; pc < g.k; pc += KC) {
-      const int64_t kc = std::min(KC, g.k - pc);
-      float* b_packed = scratch(b_buffer, static_cast<size_t>(panels * NR * kc));
-      parallel_for(panels, grain_for(panels, 2), [&](int64_t p0, int64_t p1) { pack_b(g, jc, nc, pc, kc, b_packed, p0, p1); });
-      BlockJob job{&g, jc, nc, pc, kc, b_packed, (g.m + MC - 1) / MC, 1, panels, pc == 0};
-      // Few row blocks (small m): split the columns too, so every thread has work.
-      if (job.m_blocks < threads * 2) {
-        job.n_groups = std::min<int64_t>(panels, (threads * 4 + job.m_blocks - 1) / job.m_blocks);
-        job.panels_per_group = (panels + job.n_groups - 1) / job.n_groups;
-        job.n_groups = (panels + job.panels_per_group - 1) / job.panels_per_group;
-      }
-      parallel_for(job.m_blocks * job.n_groups, 1, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) run_block(job, t);
-      });
-    }
-  }
+  gemm_packed(g);
 }
+
+void gemm_rows(const GemmArgs& g) { gemm_packed(g); }
 
 }  // namespace ot

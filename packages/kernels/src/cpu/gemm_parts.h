@@ -17,4 +17,7 @@ void gemm_scale_c(const GemmArgs& g);
 /** C = alpha·A·Bᵀ + beta·C for A [m, k], B [n, k] with small m, by dot tiles, parallel over n. */
 void gemm_nt_small(const GemmArgs& g);
 
+/** The packed kernel for any layout and any m, batch-invariant (gemm_packed.cc). */
+void gemm_packed(const GemmArgs& g);
+
 }  // namespace ot

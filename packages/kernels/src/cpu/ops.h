@@ -6,6 +6,7 @@
 namespace ot {
 
 void register_gemm(Napi::Env env, Napi::Object exports);
+void register_gemm_bf16(Napi::Env env, Napi::Object exports);
 void register_lora(Napi::Env env, Napi::Object exports);
 void register_attention(Napi::Env env, Napi::Object exports);
 void register_elementwise(Napi::Env env, Napi::Object exports);

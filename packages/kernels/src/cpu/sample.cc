@@ -1,10 +1,25 @@
-// Token sampling from rows of logits, natively: the sampler's per-step cost in
-// JavaScript was as large as the model step itself at batch 16. For each row:
-// temperature 0 → argmax; else inverse-CDF sampling of softmax(logits / T) with a
-// given uniform number. Also the temperature-1 log-sum-exp, so the caller can
-// report log π(token) at temperature 1.
+// Token sampling from rows of logits, natively and batched: one call draws every
+// token of a sampler step (the per-step cost in JavaScript was as large as the
+// model step itself at batch 16, and a full sort of a 152K vocabulary per top-k /
+// top-p draw far larger). Each draw reads one logits row (several draws may share
+// a row: a prompt's n completions) with its own temperature, top-k, top-p, min-p
+// and uniform number u in [0, 1):
+//   - temperature 0 → argmax (ties to the lower id), whatever the filters;
+//   - no filter → inverse-CDF sampling of softmax(logits / T) in vocabulary order;
+//   - else the candidates in order of logit (descending, ties to the lower id) are
+//     cut to the k largest, then to the smallest prefix whose probability (over
+//     the top-k, at temperature T) reaches top-p, then to those with probability
+//     ≥ min-p · the largest; u picks one by inverse CDF over that prefix in that
+//     order. Partial selection only: nth_element for top-k, a radix select on
+//     log-weight for top-p, a partition for min-p; only the survivors are sorted.
+// The logprob written is log π(token) at temperature 1 (logit − log-sum-exp, the
+// log-sum-exp rounded to float32 as the sampler always reported it).
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "common.h"
 #include "ops.h"
@@ -13,8 +28,18 @@
 namespace ot {
 namespace {
 
-void sample_row(const float* logits, int64_t vocab, float temperature, double u, int32_t* token, float* lse1) {
-  float max = -std::numeric_limits<float>::infinity();
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/** Per logits row, shared by the draws that read it. */
+struct RowStats {
+  float max;
+  int32_t argmax;
+  float lse1;  // temperature-1 log-sum-exp
+  double z1;   // Σ exp(logit − max), reused by temperature-1 draws
+};
+
+RowStats row_stats(const float* logits, int64_t vocab) {
+  float max = kNegInf;
   int64_t argmax = 0;
   for (int64_t i = 0; i < vocab; ++i) {
     if (logits[i] > max) {
@@ -24,55 +49,182 @@ void sample_row(const float* logits, int64_t vocab, float temperature, double u,
   }
   double z1 = 0.0;
   for (int64_t i = 0; i < vocab; ++i) z1 += std::exp(static_cast<double>(logits[i] - max));
-  *lse1 = static_cast<float>(max + std::log(z1));
-  if (temperature == 0.0f) {
-    *token = static_cast<int32_t>(argmax);
-    return;
-  }
-  const double inv = 1.0 / temperature;
-  const double scaled_max = max * inv;  // argmax of logits/T is argmax of logits (T > 0)
-  double z = 0.0;
-  if (temperature == 1.0f) {
-    z = z1;
-  } else {
-    for (int64_t i = 0; i < vocab; ++i) z += std::exp(logits[i] * inv - scaled_max);
-  }
-  double target = u * z;
-  for (int64_t i = 0; i < vocab; ++i) {
-    target -= std::exp(logits[i] * inv - scaled_max);
-    if (target < 0.0) {
-      *token = static_cast<int32_t>(i);
-      return;
-    }
-  }
-  *token = static_cast<int32_t>(vocab - 1);  // rounding left a sliver of mass at the end
+  return {max, static_cast<int32_t>(argmax), static_cast<float>(max + std::log(z1)), z1};
 }
 
-// sampleRows(logits, n, vocab, temperatures, uniforms, tokens, lse)
-//   logits [n, vocab]; temperatures [n] ≥ 0; uniforms [n] in [0, 1) (Float64Array);
-//   tokens [n] (Int32Array) and lse [n] (temperature-1 log-sum-exp) are written.
+struct Draw {
+  double temperature;
+  int32_t top_k;
+  double top_p;
+  double min_p;
+  double u;
+};
+
+/** Inverse-CDF draw over the whole vocabulary in vocabulary order. */
+int32_t draw_unfiltered(const float* logits, int64_t vocab, const RowStats& s, const Draw& d) {
+  const double inv = 1.0 / d.temperature;
+  const double scaled_max = s.max * inv;  // argmax of logits/T is argmax of logits (T > 0)
+  double z = s.z1;
+  if (d.temperature != 1.0) {
+    z = 0.0;
+    for (int64_t i = 0; i < vocab; ++i) z += std::exp(logits[i] * inv - scaled_max);
+  }
+  double target = d.u * z;
+  int32_t last = s.argmax;
+  for (int64_t i = 0; i < vocab; ++i) {
+    const double w = std::exp(logits[i] * inv - scaled_max);
+    if (w == 0.0) continue;  // a -inf logit (a masked token) is never drawn
+    last = static_cast<int32_t>(i);
+    target -= w;
+    if (target < 0.0) return last;
+  }
+  return last;  // rounding left a sliver of mass at the end: the last token that has any
+}
+
+/** A candidate token; NaN logits order as -inf, so the ordering stays a strict weak order. */
+struct Cand {
+  float key;
+  int32_t id;
+};
+
+/** a before b in the draw's order: larger logit first, ties to the lower id. */
+inline bool before(const Cand& a, const Cand& b) { return a.key > b.key || (a.key == b.key && a.id < b.id); }
+
+// Radix select for top-p: the candidates' mass per bin of log-weight below the
+// maximum (1/8 nat wide), so that only the bins down to the one where the mass
+// reaches top-p (and one more, for rounding) are ordered; the last bin holds all
+// the rest. Small candidate sets are ordered whole.
+constexpr int kBins = 512;
+constexpr double kBinsPerNat = 8.0;
+constexpr size_t kSelectAbove = 2048;
+
+int32_t draw_filtered(const float* logits, int64_t vocab, const RowStats& s, const Draw& d) {
+  thread_local std::vector<Cand> cand;
+  cand.resize(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) {
+    const float l = logits[i];
+    cand[i] = {std::isnan(l) ? kNegInf : l, static_cast<int32_t>(i)};
+  }
+  const double inv = 1.0 / d.temperature;
+  const double scaled_max = s.max * inv;
+  const auto weight = [&](const Cand& c) { return c.key == kNegInf ? 0.0 : std::exp(c.key * inv - scaled_max); };
+  // Nats below the maximum, in bins (clamped before the cast: a -inf logit is infinitely deep).
+  const auto depth = [&](const Cand& c) {
+    return c.key == kNegInf ? kBins : std::min<double>(kBins, (scaled_max - c.key * inv) * kBinsPerNat);
+  };
+  // Top-k: the k first in order, unsorted; the top-p mass is normalised over them.
+  if (d.top_k > 0 && d.top_k < vocab) {
+    std::nth_element(cand.begin(), cand.begin() + (d.top_k - 1), cand.end(), before);
+    cand.resize(static_cast<size_t>(d.top_k));
+  }
+  const bool select = d.top_p < 1.0 && cand.size() > kSelectAbove;
+  std::array<double, kBins> bin_mass{};
+  double z = 0.0;
+  for (const Cand& c : cand) {
+    const double w = weight(c);
+    z += w;
+    if (select && w > 0.0) bin_mass[std::clamp(static_cast<int>(depth(c)), 0, kBins - 1)] += w;
+  }
+  const double nucleus = d.top_p * z;
+  // The maximum passes every cut by comparison, not arithmetic: a fused
+  // multiply-add could otherwise round it out (min-p 1).
+  const auto cut_at = [&](auto keep) {
+    cand.erase(std::partition(cand.begin(), cand.end(), [&](const Cand& c) { return c.key >= s.max || keep(c); }),
+               cand.end());
+  };
+  if (select) {
+    int last = 0;
+    for (double mass = bin_mass[0]; last < kBins - 1 && mass < nucleus;) mass += bin_mass[++last];
+    const double limit = last + 2.0;  // bins 0 … last + 1
+    if (limit < kBins) cut_at([&](const Cand& c) { return depth(c) < limit; });
+  }
+  // Min-p keeps a prefix of the order too (p ≥ min_p · p_max ⇔ logit/T ≥ max/T + log min_p);
+  // it does not change the top-p normaliser.
+  if (d.min_p > 0.0) {
+    const double cut = std::log(d.min_p);
+    cut_at([&](const Cand& c) { return c.key != kNegInf && c.key * inv - scaled_max >= cut; });
+  }
+  // The kept prefix in order: stop once its mass reaches top-p.
+  std::sort(cand.begin(), cand.end(), before);
+  size_t kept = 0;
+  double kept_mass = 0.0;
+  for (; kept < cand.size() && (d.top_p >= 1.0 || kept_mass < nucleus); ++kept) {
+    const double w = weight(cand[kept]);
+    if (w == 0.0) break;  // the rest weigh nothing either (-inf logits are never drawn)
+    kept_mass += w;
+  }
+  if (kept == 0) return s.argmax;  // nothing kept (cannot happen with a finite maximum)
+  double target = d.u * kept_mass;
+  for (size_t i = 0; i < kept; ++i) {
+    target -= weight(cand[i]);
+    if (target < 0.0) return cand[i].id;
+  }
+  return cand[kept - 1].id;  // rounding left a sliver of mass at the end
+}
+
+int32_t draw_one(const float* logits, int64_t vocab, const RowStats& s, const Draw& d) {
+  // temperature 0 is greedy; a row without a finite maximum (all -inf, or +inf) has no distribution.
+  if (d.temperature == 0.0 || !std::isfinite(s.max)) return s.argmax;
+  const bool filtered = d.top_k > 0 || d.top_p < 1.0 || d.min_p > 0.0;
+  return filtered ? draw_filtered(logits, vocab, s, d) : draw_unfiltered(logits, vocab, s, d);
+}
+
+std::string element(const char* name, int64_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; }
+
+// sampleRows(logits, rows, vocab, rowOf, temperatures, topK, topP, minP, uniforms, tokens, logprobs)
+//   logits [rows, vocab]; per draw i < m: rowOf [m] (Int32Array, the logits row it reads),
+//   temperatures [m] ≥ 0, topK [m] (Int32Array, ≤ 0 = off), topP [m] in (0, 1], minP [m]
+//   in [0, 1], uniforms [m] in [0, 1) (Float64Arrays); tokens [m] (Int32Array) and
+//   logprobs [m] (Float64Array, log π(token) at temperature 1) are written.
 void SampleRows(const Args& a) {
-  const int64_t n = a.dim(1, "n");
-  const int64_t vocab = a.dim(2, "vocab", 1);
-  const float* logits = a.f32(0, "logits", n * vocab);
-  const float* temperatures = a.f32(3, "temperatures", n);
-  const double* uniforms = a.typed<double, napi_float64_array>(4, "uniforms", "Float64Array", n);
-  int32_t* tokens = a.i32(5, "tokens", n);
-  float* lse = a.f32(6, "lse", n);
-  for (int64_t i = 0; i < n; ++i) {
-    if (!(temperatures[i] >= 0.0f) || !std::isfinite(temperatures[i])) {
-      throw_range(a.env(), a.op, "temperatures", "[" + std::to_string(i) + "] must be a finite number ≥ 0");
+  const int64_t rows = a.dim(1, "rows");
+  const int64_t vocab = a.dim(2, "vocab", 1, INT32_MAX);
+  const float* logits = a.f32(0, "logits", rows * vocab);
+  const int32_t* row_of = a.i32(3, "rowOf", -1);
+  const int64_t m = a.length_of(3);
+  const auto f64 = [&](size_t i, const char* name) {
+    return a.typed<double, napi_float64_array>(i, name, "Float64Array", m);
+  };
+  const double* temperatures = f64(4, "temperatures");
+  const int32_t* top_k = a.i32(5, "topK", m);
+  const double* top_p = f64(6, "topP");
+  const double* min_p = f64(7, "minP");
+  const double* uniforms = f64(8, "uniforms");
+  int32_t* tokens = a.i32(9, "tokens", m);
+  double* logprobs = f64(10, "logprobs");
+  check_indices(a, "rowOf", row_of, m, 0, rows);
+  for (int64_t i = 0; i < m; ++i) {
+    if (!(temperatures[i] >= 0.0) || !std::isfinite(temperatures[i])) {
+      throw_range(a.env(), a.op, element("temperatures", i).c_str(), "must be a finite number ≥ 0");
     }
+    if (!(top_p[i] > 0.0 && top_p[i] <= 1.0)) throw_range(a.env(), a.op, element("topP", i).c_str(), "must be in (0, 1]");
+    if (!(min_p[i] >= 0.0 && min_p[i] <= 1.0)) throw_range(a.env(), a.op, element("minP", i).c_str(), "must be in [0, 1]");
     if (!(uniforms[i] >= 0.0 && uniforms[i] < 1.0)) {
-      throw_range(a.env(), a.op, "uniforms", "[" + std::to_string(i) + "] must be in [0, 1)");
+      throw_range(a.env(), a.op, element("uniforms", i).c_str(), "must be in [0, 1)");
     }
   }
-  parallel_for(n, 1, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) sample_row(logits + r * vocab, vocab, temperatures[r], uniforms[r], tokens + r, lse + r);
+  // Only the rows some draw reads get their max and log-sum-exp.
+  std::vector<RowStats> stats(static_cast<size_t>(rows));
+  std::vector<char> wanted(static_cast<size_t>(rows), 0);
+  for (int64_t i = 0; i < m; ++i) wanted[row_of[i]] = 1;
+  parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if (wanted[r]) stats[r] = row_stats(logits + r * vocab, vocab);
+    }
+  });
+  parallel_for(m, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t r = row_of[i];
+      const RowStats& s = stats[r];
+      const Draw d{temperatures[i], top_k[i], top_p[i], min_p[i], uniforms[i]};
+      const int32_t token = draw_one(logits + r * vocab, vocab, s, d);
+      tokens[i] = token;
+      logprobs[i] = static_cast<double>(logits[r * vocab + token]) - static_cast<double>(s.lse1);
+    }
   });
 }
 
-constexpr Op kOps[] = {{"sampleRows", 7, SampleRows}};
+constexpr Op kOps[] = {{"sampleRows", 11, SampleRows}};
 
 }  // namespace
 

@@ -1,6 +1,8 @@
 // Small SIMD helpers shared by the kernels: 8-wide fp32 on AVX2/FMA, with a
-// portable fallback so the addon builds on any C++17 compiler. The instruction
-// set is chosen when the addon is compiled (-march=native), not at run time.
+// portable fallback so the addon builds on any C++17 compiler. On x86-64 the
+// addon is compiled for AVX2+FMA (binding.gyp), the baseline it requires; code
+// for wider instruction sets is marked OT_TARGET_AVX512 and runs only when
+// isa.h's active_isa() says so.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,10 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define OT_AVX2 1
+// A function compiled for AVX-512 (F, BW, DQ, VL) inside a baseline build. Keep
+// such functions internal (anonymous namespace): an inline function with external
+// linkage compiled here could be merged with, and replace, its baseline copy.
+#define OT_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 #endif
 
 namespace ot {

@@ -1,4 +1,5 @@
 import { loadNative } from "../loader.ts";
+import { embeddingBf16, isBf16, type WeightArray } from "./gemm-bf16.ts";
 
 /**
  * The native functions of src/cpu/elementwise_binding.cc. Most take exactly their
@@ -20,7 +21,14 @@ export interface ElementwiseBinding {
   ): void;
   swiglu: typeof swiglu;
   swigluBackward: typeof swigluBackward;
-  embedding: typeof embedding;
+  embedding(
+    ids: Int32Array,
+    table: Float32Array,
+    out: Float32Array,
+    n: number,
+    vocab: number,
+    d: number,
+  ): void;
   embeddingBackward: typeof embeddingBackward;
 }
 
@@ -131,16 +139,20 @@ export function swigluBackward(
 
 // ---- Embedding --------------------------------------------------------------
 
-/** out[n, d] = table[ids[i], :] for table [vocab, d]; every id must be in [0, vocab). */
+/**
+ * out[n, d] = table[ids[i], :] for table [vocab, d] (f32, or bf16 widened to f32);
+ * every id must be in [0, vocab).
+ */
 export function embedding(
   ids: Int32Array,
-  table: Float32Array,
+  table: WeightArray,
   out: Float32Array,
   n: number,
   vocab: number,
   d: number,
 ): void {
-  loadNative().embedding(ids, table, out, n, vocab, d);
+  if (isBf16(table)) embeddingBf16(ids, table, out, n, vocab, d);
+  else loadNative().embedding(ids, table, out, n, vocab, d);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { loadNative } from "../loader.ts";
+import { isBf16, linearBackwardInputBf16, linearBf16, type WeightArray } from "./gemm-bf16.ts";
 
 /**
  * "auto": OpenBLAS when built with it, else the addon's own SIMD kernel; "own",
@@ -65,10 +66,13 @@ export function gemm(
   );
 }
 
-/** A linear layer: y[rows, dOut] (+)= x[rows, dIn] · w[dOut, dIn]ᵀ. */
+/**
+ * A linear layer: y[rows, dOut] (+)= x[rows, dIn] · w[dOut, dIn]ᵀ. A bf16 weight
+ * takes the bf16 kernel, which is batch-invariant whatever the backend.
+ */
 export function linear(
   x: Float32Array,
-  w: Float32Array,
+  w: WeightArray,
   y: Float32Array,
   rows: number,
   dIn: number,
@@ -76,20 +80,22 @@ export function linear(
   accumulate = false,
   backend: "auto" | "rows" = "auto",
 ): void {
-  loadNative().gemm(false, true, rows, dOut, dIn, 1, x, w, accumulate ? 1 : 0, y, backend);
+  if (isBf16(w)) linearBf16(x, w, y, rows, dIn, dOut, accumulate);
+  else loadNative().gemm(false, true, rows, dOut, dIn, 1, x, w, accumulate ? 1 : 0, y, backend);
 }
 
-/** The linear layer's input gradient: dx[rows, dIn] (+)= dy[rows, dOut] · w[dOut, dIn]. */
+/** The linear layer's input gradient: dx[rows, dIn] (+)= dy[rows, dOut] · w[dOut, dIn] (f32 or bf16 w). */
 export function linearBackwardInput(
   dy: Float32Array,
-  w: Float32Array,
+  w: WeightArray,
   dx: Float32Array,
   rows: number,
   dIn: number,
   dOut: number,
   accumulate = false,
 ): void {
-  loadNative().gemm(false, false, rows, dIn, dOut, 1, dy, w, accumulate ? 1 : 0, dx, "auto");
+  if (isBf16(w)) linearBackwardInputBf16(dy, w, dx, rows, dIn, dOut, accumulate);
+  else loadNative().gemm(false, false, rows, dIn, dOut, 1, dy, w, accumulate ? 1 : 0, dx, "auto");
 }
 
 /** The linear layer's weight gradient: dw[dOut, dIn] += dy[rows, dOut]ᵀ · x[rows, dIn]. */

@@ -4,3 +4,4 @@ export * from "./gemm.ts";
 export * from "./lora.ts";
 export * from "./loss.ts";
 export * from "./optim.ts";
+export * from "./sample.ts";

@@ -1,0 +1,30 @@
+// The instruction set the kernels run on, chosen once when the addon loads: the
+// addon is compiled for x86-64 with AVX2+FMA (the baseline every supported CPU
+// has), and the AVX-512 kernels live in functions compiled for that target and
+// called only when active_isa() says so. OPENTINKER_KERNELS_ISA (read in
+// src/env.ts) forces a path through select_isa().
+#pragma once
+
+namespace ot {
+
+enum class Isa { Avx2, Avx512 };
+
+/** The path the kernels take: the best the CPU has, unless select_isa() forced one. */
+Isa active_isa();
+
+/** True only when active_isa() is Avx512 and the CPU has AVX512_BF16 (vdpbf16ps). */
+bool cpu_has_avx512bf16();
+
+/** Whether the CPU has the AVX-512 subsets the Avx512 kernels use (F, BW, DQ, VL). */
+bool cpu_has_avx512();
+
+/**
+ * Forces the path (called by the loader before any kernel runs). Returns false,
+ * changing nothing, when the CPU lacks the instructions of `isa`.
+ */
+bool select_isa(Isa isa);
+
+/** "avx2" or "avx512": the name OPENTINKER_KERNELS_ISA and info().isa use. */
+const char* isa_name(Isa isa);
+
+}  // namespace ot
