@@ -26,6 +26,11 @@ export class HttpError extends Error {
 
 /** The body as text, refusing more than `limit` bytes (declared or sent). */
 export async function readBodyText(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<string> {
+  return (await readBodyBytes(req, limit)).toString("utf8");
+}
+
+/** The body's bytes, refusing more than `limit` bytes (declared or sent). */
+export async function readBodyBytes(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? Number.NaN);
   if (declared > limit) throw new HttpError(413, `request body is ${declared} bytes; the limit is ${limit}`);
   const chunks: Buffer[] = [];
@@ -35,7 +40,7 @@ export async function readBodyText(req: IncomingMessage, limit = MAX_BODY_BYTES)
     if (size > limit) throw new HttpError(413, `request body is over the limit of ${limit} bytes`);
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
 type Frame = { kind: "{"; key: string; expectKey: boolean } | { kind: "["; index: number };

@@ -1,0 +1,91 @@
+// retrieve_future: a call's result in the shape the SDK expects for its kind
+// (protobuf for forward/backward and sampling when the client accepts it), a
+// refusal as `{ error, category }`, or `try_again` after a long poll on the
+// request waiter (held below the SDK's 45 s read timeout; it polls again at once).
+import { findTinkerCall, getAdapter, type RequestOutcome, savedSamplerWeights } from "@opentinker/db";
+import {
+  formatTinkerPath,
+  REQUEST_OUTPUTS,
+  ZForwardBackwardOutput,
+  ZSampleResponse,
+} from "@opentinker/protocol";
+import { CREATED_MODEL_FUTURE, parseBody, type Scope, samplingSessionId } from "./calls.ts";
+import { forwardBackwardJson, sampleJson, TinkerError } from "./convert.ts";
+import { ZRetrieveFutureBody } from "./schemas.ts";
+import { encodeForwardBackwardOutput, encodeSampleResponse } from "./wire.ts";
+
+/** How long one retrieve_future holds the connection before answering try_again. */
+export const LONG_POLL_MS = 25_000;
+/** A call still waiting for an earlier seq_id is asked about again after this pause. */
+const HELD_CALL_PAUSE_MS = 250;
+
+export type Reply = { json: unknown } | { protobuf: Uint8Array };
+
+const tryAgain = (requestId: string): Reply => ({
+  json: { type: "try_again", request_id: requestId, queue_state: "active" },
+});
+
+const failed = (error: string, category: "user" | "server" | "unknown"): Reply => ({
+  json: { error, category },
+});
+
+async function present(scope: Scope, row: RequestOutcome, protobuf: boolean): Promise<Reply> {
+  if (row.status === "FAILED") return failed(row.error ?? "failed", "unknown");
+  if (row.status === "CANCELLED") return failed(row.error ?? "cancelled", "user");
+  switch (row.kind) {
+    case "FORWARD":
+    case "FORWARD_BACKWARD": {
+      const output = ZForwardBackwardOutput.parse(row.output);
+      return protobuf
+        ? { protobuf: encodeForwardBackwardOutput(output) }
+        : { json: forwardBackwardJson(output) };
+    }
+    case "SAMPLE": {
+      const output = ZSampleResponse.parse(row.output);
+      return protobuf ? { protobuf: encodeSampleResponse(output) } : { json: sampleJson(output) };
+    }
+    case "OPTIM_STEP":
+      return { json: { type: "optim_step", metrics: REQUEST_OUTPUTS.OPTIM_STEP.parse(row.output).metrics } };
+    case "SAVE_WEIGHTS_FOR_SAMPLER": {
+      const saved = await savedSamplerWeights(scope.ctx.db, scope.ctx.caller.teamId, row.id);
+      if (!saved) return failed("the saved weights' request is gone", "server");
+      const path = formatTinkerPath({ model: saved.adapterId, kind: "sampler_weights", name: saved.name });
+      return {
+        json: {
+          type: "save_weights_for_sampler",
+          path,
+          sampling_session_id: samplingSessionId({ model_path: path }),
+        },
+      };
+    }
+    default:
+      return { json: row.output };
+  }
+}
+
+export async function retrieveFuture(scope: Scope, body: unknown, protobuf: boolean): Promise<Reply> {
+  const { request_id } = parseBody(ZRetrieveFutureBody, body);
+  const teamId = scope.ctx.caller.teamId;
+  if (request_id.startsWith(CREATED_MODEL_FUTURE)) {
+    const adapterId = request_id.slice(CREATED_MODEL_FUTURE.length);
+    if (!(await getAdapter(scope.ctx.db, teamId, adapterId)))
+      throw new TinkerError(404, `future ${request_id} not found`);
+    return { json: { type: "create_model", model_id: adapterId } };
+  }
+  let requestId = request_id;
+  const held = await findTinkerCall(scope.ctx.db, teamId, request_id);
+  if (held) {
+    if (held.errorStatus !== null)
+      return failed(held.error ?? "refused", held.errorStatus < 500 ? "user" : "server");
+    if (held.requestId === null) {
+      await new Promise((resolve) => setTimeout(resolve, HELD_CALL_PAUSE_MS));
+      return tryAgain(request_id);
+    }
+    requestId = held.requestId;
+  }
+  const row = await scope.ctx.waiter.wait(teamId, requestId, LONG_POLL_MS);
+  // Another team's future answers like a missing one.
+  if (!row) throw new TinkerError(404, `future ${request_id} not found`);
+  if (row.status === "QUEUED" || row.status === "RUNNING") return tryAgain(request_id);
+  return present(scope, row, protobuf);
+}

@@ -1,0 +1,229 @@
+// The protobuf half of the Tinker protocol (tinker.proto, read by protobufjs):
+// forward/backward requests in, forward/backward and sampling results out.
+// Requests decode to the same JSON shapes the 0.24 JSON form sends
+// (schemas.ts), so one conversion serves both.
+import { readFileSync } from "node:fs";
+import type { ForwardBackwardOutput, SampleResponse, TensorData } from "@opentinker/protocol";
+import protobuf from "protobufjs";
+import type { TinkerDatum, TinkerForwardBackwardBody } from "./schemas.ts";
+
+const root = protobuf.parse(readFileSync(new URL("./tinker.proto", import.meta.url), "utf8"), {
+  keepCase: true,
+}).root;
+const message = (name: string) => root.lookupType(`tinker_public.${name}`);
+const ForwardBackwardRequest = message("ForwardBackwardRequest");
+const ForwardBackwardOutputMessage = message("ForwardBackwardOutput");
+const SampleResponseMessage = message("SampleResponse");
+
+export const PROTOBUF = "application/x-protobuf";
+
+const DTYPE = { FLOAT32: 1, INT64: 2, INT32: 3, BFLOAT16: 4 } as const;
+
+/** A wire error in a request body: answered 400 with this message. */
+export class WireError extends Error {}
+
+function view(bytes: Uint8Array, width: number, what: string): DataView {
+  if (bytes.byteLength % width !== 0)
+    throw new WireError(`${what}: ${bytes.byteLength} bytes is not a whole number of ${width}-byte values`);
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Little-endian values of a dtype, as numbers (int64 beyond 2^53 is refused). */
+function readValues(bytes: Uint8Array, dtype: number, what: string): number[] {
+  if (dtype === DTYPE.FLOAT32) {
+    const v = view(bytes, 4, what);
+    return Array.from({ length: v.byteLength / 4 }, (_, i) => v.getFloat32(i * 4, true));
+  }
+  if (dtype === DTYPE.INT32) {
+    const v = view(bytes, 4, what);
+    return Array.from({ length: v.byteLength / 4 }, (_, i) => v.getInt32(i * 4, true));
+  }
+  if (dtype === DTYPE.INT64) {
+    const v = view(bytes, 8, what);
+    return Array.from({ length: v.byteLength / 8 }, (_, i) => {
+      const value = v.getBigInt64(i * 8, true);
+      if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER))
+        throw new WireError(`${what}: int64 value ${value} is out of range`);
+      return Number(value);
+    });
+  }
+  throw new WireError(`${what}: unsupported dtype ${dtype} (send float32 or int64)`);
+}
+
+function writeValues(values: readonly number[], dtype: "float32" | "int32" | "int64"): Uint8Array {
+  const width = dtype === "int64" ? 8 : 4;
+  const out = new Uint8Array(values.length * width);
+  const v = new DataView(out.buffer);
+  values.forEach((x, i) => {
+    if (dtype === "float32") v.setFloat32(i * 4, x, true);
+    else if (dtype === "int32") v.setInt32(i * 4, x, true);
+    else v.setBigInt64(i * 8, BigInt(Math.trunc(x)), true);
+  });
+  return out;
+}
+
+interface WireTensor {
+  dense?: Uint8Array;
+  sparse_csr?: { values?: Uint8Array; crow_indices?: Uint8Array; col_indices?: Uint8Array };
+  dtype?: number;
+  shape?: (number | { toNumber(): number })[];
+}
+
+const num = (x: number | { toNumber(): number }) => (typeof x === "number" ? x : x.toNumber());
+
+/** A tensor as the JSON form's TensorData (dense; CSR is expanded). */
+function tensorFromWire(t: WireTensor, what: string): TinkerDatum["loss_fn_inputs"][string] {
+  const dtype = t.dtype ?? 0;
+  const shape = (t.shape ?? []).map(num);
+  const name = dtype === DTYPE.FLOAT32 ? "float32" : "int64";
+  if (t.sparse_csr) {
+    const values = readValues(t.sparse_csr.values ?? new Uint8Array(), dtype, `${what}.values`);
+    const crow = readValues(
+      t.sparse_csr.crow_indices ?? new Uint8Array(),
+      DTYPE.INT64,
+      `${what}.crow_indices`,
+    );
+    const col = readValues(t.sparse_csr.col_indices ?? new Uint8Array(), DTYPE.INT64, `${what}.col_indices`);
+    const [rows, cols] = shape;
+    if (shape.length !== 2 || rows === undefined || cols === undefined || crow.length !== rows + 1)
+      throw new WireError(`${what}: a sparse tensor needs a 2-D shape and rows + 1 row pointers`);
+    const dense = new Array<number>(rows * cols).fill(0);
+    for (let r = 0; r < rows; r++)
+      for (let k = crow[r] as number; k < (crow[r + 1] as number); k++) {
+        const c = col[k];
+        if (c === undefined || c < 0 || c >= cols || values[k] === undefined)
+          throw new WireError(`${what}: sparse index ${k} is out of range`);
+        dense[r * cols + c] = values[k] as number;
+      }
+    return { dtype: name, shape, data: dense };
+  }
+  const data = readValues(t.dense ?? new Uint8Array(), dtype, what);
+  return { dtype: name, data, ...(shape.length > 0 ? { shape } : {}) };
+}
+
+interface WireChunk {
+  encoded_text?: { tokens?: Uint8Array };
+  image?: { data?: Uint8Array; format?: string; expected_tokens?: number };
+  dmel?: unknown;
+}
+
+function chunkFromWire(c: WireChunk, what: string): TinkerDatum["model_input"]["chunks"][number] {
+  if (c.encoded_text)
+    return {
+      type: "encoded_text",
+      tokens: readValues(c.encoded_text.tokens ?? new Uint8Array(), DTYPE.INT32, `${what}.tokens`),
+    };
+  if (c.image)
+    return {
+      type: "image",
+      data: Buffer.from(c.image.data ?? new Uint8Array()).toString("base64"),
+      format: c.image.format ?? "",
+      ...(c.image.expected_tokens !== undefined ? { expected_tokens: c.image.expected_tokens } : {}),
+    };
+  throw new WireError(`${what}: only encoded_text and image chunks are supported`);
+}
+
+/** A protobuf forward/backward request as the JSON form's body (plus `forward_only`). */
+export function decodeForwardBackward(
+  bytes: Uint8Array,
+): TinkerForwardBackwardBody & { forward_only: boolean } {
+  let decoded: Record<string, unknown>;
+  try {
+    decoded = ForwardBackwardRequest.toObject(ForwardBackwardRequest.decode(bytes), {
+      defaults: true,
+      arrays: true,
+      objects: true,
+    });
+  } catch (error) {
+    throw new WireError(`malformed protobuf body: ${(error as Error).message}`);
+  }
+  const d = decoded as {
+    model_id: string;
+    seq_id: number;
+    data: { model_input: WireChunk[]; loss_fn_inputs: Record<string, WireTensor> }[];
+    loss_fn: string;
+    loss_fn_config: Record<string, number>;
+    forward_only: boolean;
+  };
+  return {
+    model_id: d.model_id,
+    // seq_id 0 is what the SDK sends when it has none.
+    ...(d.seq_id > 0 ? { seq_id: d.seq_id } : {}),
+    forward_backward_input: {
+      loss_fn: d.loss_fn,
+      ...(Object.keys(d.loss_fn_config).length > 0 ? { loss_fn_config: d.loss_fn_config } : {}),
+      data: d.data.map((datum, i) => ({
+        model_input: {
+          chunks: datum.model_input.map((c, j) => chunkFromWire(c, `data.${i}.model_input.${j}`)),
+        },
+        loss_fn_inputs: Object.fromEntries(
+          Object.entries(datum.loss_fn_inputs).map(([k, t]) => [
+            k,
+            tensorFromWire(t, `data.${i}.loss_fn_inputs.${k}`),
+          ]),
+        ),
+      })),
+    },
+    forward_only: d.forward_only,
+  };
+}
+
+/** Our loss-output field names (camelCase) as Tinker's (snake_case). */
+export const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Per-datum outputs as one batched record per field (datum i's values between offsets i and i + 1). */
+function batched(values: readonly TensorData[]) {
+  const first = values[0];
+  const dtype = first?.dtype === "int64" ? "int64" : "float32";
+  const width = dtype === "int64" ? 8 : 4;
+  const offsets: number[] = [0];
+  for (const t of values) offsets.push((offsets.at(-1) as number) + t.data.length * width);
+  const trailing = first?.shape && first.shape.length > 1 ? first.shape.slice(1) : [];
+  return {
+    data: writeValues(
+      values.flatMap((t) => t.data),
+      dtype,
+    ),
+    offsets: writeValues(offsets, "int64"),
+    dtype: dtype === "int64" ? DTYPE.INT64 : DTYPE.FLOAT32,
+    trailing_shape: trailing,
+  };
+}
+
+export function encodeForwardBackwardOutput(output: ForwardBackwardOutput): Uint8Array {
+  const names = [...new Set(output.lossFnOutputs.flatMap((o) => Object.keys(o)))];
+  const fields = Object.fromEntries(
+    names.map((name) => [
+      snakeCase(name),
+      batched(output.lossFnOutputs.map((o) => o[name] ?? { dtype: "float32", data: [] })),
+    ]),
+  );
+  const msg = ForwardBackwardOutputMessage.fromObject({
+    loss_fn_output_type: "ArrayRecord",
+    loss_fn_outputs: [{ type_tag: "ArrayRecord", fields, num_datums: output.lossFnOutputs.length }],
+    metrics: output.metrics,
+  });
+  return ForwardBackwardOutputMessage.encode(msg).finish();
+}
+
+export function encodeSampleResponse(response: SampleResponse): Uint8Array {
+  const msg = SampleResponseMessage.fromObject({
+    sequences: response.sequences.map((s) => ({
+      stop_reason: s.stopReason === "length" ? 1 : 0,
+      tokens: writeValues(s.tokens, "int32"),
+      logprobs: writeValues(s.logprobs, "float32"),
+    })),
+    ...(response.promptLogprobs
+      ? {
+          prompt_logprobs: writeValues(
+            response.promptLogprobs.map((v) => v ?? Number.NaN),
+            "float32",
+          ),
+        }
+      : {}),
+  });
+  return SampleResponseMessage.encode(msg).finish();
+}
+
+/** For tests and tools: the protobuf messages, to build requests and read results as a client does. */
+export const wireMessages = { ForwardBackwardRequest, ForwardBackwardOutputMessage, SampleResponseMessage };
