@@ -295,7 +295,7 @@ describe("bad input over HTTP", () => {
       ],
       [
         rl({ steps: 10, validation: { every: 1, groups: 1000 } }),
-        /^config\.validation\.groups: the job would take 1000/,
+        /^config\.validation\.groups × config\.validation\.groupSize: the job would take 1000/,
       ],
       [
         { kind: "EVAL", adapterId, environmentId: env.id, config: { groups: 4096, groupSize: 256 } },
@@ -355,7 +355,7 @@ describe("bad input over HTTP", () => {
 
   it("parses query strings strictly: decimal numbers, and booleans spelled true or false", async () => {
     const job = await cp.t.db.job.create({
-      data: { teamId: team.id, adapterId, kind: "SFT", config: {}, status: "SUCCEEDED" },
+      data: { name: "test job", teamId: team.id, adapterId, kind: "SFT", config: {}, status: "SUCCEEDED" },
     });
     const route = (query: string) => `/v1/jobs/${job.id}/trajectories?${query}`;
     expect((await cp.api(team.key, "GET", route("step=0&decode=false"))).status).toBe(200);

@@ -1,8 +1,11 @@
 // Every built-in environment can be created over REST and a job on it runs on a
 // real worker: nim (self-play, and against a fixed opponent) on a text model,
 // shapes on the vision-language model `npm start` registers.
+import type { AppRouter } from "@opentinker/api";
 import { registerBaseModel } from "@opentinker/db";
 import { DEFAULT_VL_MODEL } from "@opentinker/models";
+import { createOpenTinkerClient } from "@opentinker/sdk";
+import { TRPCClientError } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { baseModels } from "../../scripts/base-models.ts";
 import { BASE, ControlPlane, type Team, until } from "./harness.ts";
@@ -91,7 +94,7 @@ describe("built-in environments beyond arithmetic and guess-number", () => {
     expect(await metricNames(jobId)).toContain("reward/mean");
   }, 120_000);
 
-  it("fails a shapes job on a text-only model, saying it needs a vision-language one", async () => {
+  it("refuses at creation, over REST and tRPC, a shapes job on a text-only model, naming the model", async () => {
     const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
       name: "shapes-on-text",
       baseModel: BASE,
@@ -102,17 +105,25 @@ describe("built-in environments beyond arithmetic and guess-number", () => {
       kind: "BUILTIN",
       builtin: "shapes",
     });
-    const job = await cp.api<{ id: string }>(team.key, "POST", "/v1/jobs", {
-      kind: "RL",
+    const input = {
+      kind: "RL" as const,
       adapterId: adapter.body.id,
       environmentId: env.body.id,
       config: { steps: 1, groupsPerStep: 1, groupSize: 2 },
-    });
-    const done = await until(async () => {
-      const row = await cp.t.db.job.findUniqueOrThrow({ where: { id: job.body.id } });
-      return ["SUCCEEDED", "FAILED", "CANCELLED"].includes(row.status) ? row : undefined;
-    }, "the shapes job on a text model to end");
-    expect(done.status).toBe("FAILED");
-    expect(done.error).toMatch(/vision-language base model/);
+    };
+    const jobsBefore = await cp.t.db.job.count();
+    const rest = await cp.api<{ error: { message: string } }>(team.key, "POST", "/v1/jobs", input);
+    expect(rest.status).toBe(400);
+    const message = JSON.stringify(rest.body);
+    expect(message).toContain(BASE);
+    expect(message).toMatch(/shapes job needs an adapter over a vision-language base model/);
+    expect(message).toContain(DEFAULT_VL_MODEL);
+    const client = createOpenTinkerClient({ url: cp.url, apiKey: team.key });
+    const refused = await client.jobs.create.mutate(input).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(TRPCClientError);
+    const trpcError = refused as TRPCClientError<AppRouter>;
+    expect(trpcError.message).toContain(`${BASE} is a text-only base model`);
+    expect(trpcError.data?.httpStatus).toBe(400);
+    expect(await cp.t.db.job.count()).toBe(jobsBefore);
   }, 120_000);
 });

@@ -146,6 +146,7 @@ describe("team isolation", () => {
     // An EVAL job of team A naming team B's snapshot, written straight into the database.
     const job = await cp.t.db.job.create({
       data: {
+        name: "test job",
         teamId: a.id,
         adapterId: mine.adapterId,
         environmentId: mine.environmentId,

@@ -2,9 +2,10 @@
 // a user trains an RL job from the browser and watches it live; another team's
 // user sees none of it; forms refuse bad input next to the field.
 import { addMember, createTeam, createUser, setUserPassword } from "@opentinker/db";
+import { RL_PRESETS } from "@opentinker/protocol";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, openPage, type Stack, screenshot, signIn, startStack } from "./stack.ts";
+import { launchBrowser, openPage, type Stack, screenshot, signIn, startStack, until } from "./stack.ts";
 
 let stack: Stack;
 let browser: Browser;
@@ -162,7 +163,7 @@ describe("dashboard", () => {
     expect(missing?.status()).toBe(404);
     await page.getByRole("heading", { name: "Page not found" }).waitFor(WAIT);
     const nav = page.getByRole("navigation", { name: "Main" });
-    for (const section of ["Overview", "Adapters", "Environments", "Jobs", "API keys"])
+    for (const section of ["Overview", "Adapters", "Environments", "Jobs", "Playground", "API keys"])
       expect(await nav.getByRole("link", { name: section, exact: true }).count()).toBe(1);
     await screenshot(page, "404");
     await page.getByRole("link", { name: "Back to the overview" }).click();
@@ -244,4 +245,376 @@ describe("dashboard", () => {
       { name: "kind-shapes", builtin: "shapes", config: { maxTokens: 4 } },
     ]);
   }, 120_000);
+
+  it("overlays two jobs' curves on the comparison page, and titles, smooths and zooms a job's charts", async () => {
+    const post = async (route: string, body: unknown) => {
+      const response = await fetch(`${stack.url}/api/v1${route}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, `POST ${route}`).toBe(200);
+      return (await response.json()) as { id: string };
+    };
+    const env = await post("/environments", { name: "compare-env", kind: "BUILTIN", builtin: "arithmetic" });
+    const names = ["compare-one", "compare-two"];
+    const jobs: { id: string }[] = [];
+    for (const name of names) {
+      const adapter = await post("/adapters", { name: `${name}-adapter`, baseModel: "tiny-random", rank: 2 });
+      jobs.push(
+        await post("/jobs", {
+          kind: "RL",
+          name,
+          adapterId: adapter.id,
+          environmentId: env.id,
+          config: { steps: 6, groupsPerStep: 1, groupSize: 2, dropConstantGroups: false },
+        }),
+      );
+    }
+    const status = (id: string) =>
+      stack.t.db.job.findUniqueOrThrow({ where: { id }, select: { status: true } }).then((j) => j.status);
+    for (const job of jobs) await expect.poll(() => status(job.id), { timeout: 120_000 }).toBe("SUCCEEDED");
+
+    const { page, problems } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    await page.goto(`${stack.url}/jobs`);
+    await page.getByRole("link", { name: "Compare runs" }).click();
+    await page.getByRole("heading", { name: "Compare runs" }).waitFor(WAIT);
+    for (const name of names) await page.getByRole("checkbox", { name, exact: true }).check();
+    await page.waitForURL((url) => url.searchParams.get("ids") === jobs.map((j) => j.id).join(","), WAIT);
+    const reward = page.getByTestId("compare-chart-reward/mean");
+    const legend = reward.locator(".recharts-legend-item-text");
+    await expect.poll(() => legend.allTextContents(), WAIT).toEqual(names);
+    expect(await reward.locator(".recharts-line").count()).toBe(2);
+    // Axis titles name the step and the metric.
+    expect(await reward.locator(".recharts-label").allTextContents()).toEqual(
+      expect.arrayContaining(["step", "reward/mean"]),
+    );
+    // A drag across the plot zooms every chart into those steps, until reset.
+    const plot = await reward.getByRole("application").boundingBox();
+    if (!plot) throw new Error("the reward chart has no plot");
+    await page.mouse.move(plot.x + plot.width * 0.2, plot.y + plot.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(plot.x + plot.width * 0.5, plot.y + plot.height / 2, { steps: 5 });
+    await page.mouse.move(plot.x + plot.width * 0.8, plot.y + plot.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.getByTestId("zoomed-range").waitFor(WAIT);
+    expect(await page.getByTestId("zoomed-range").textContent()).toMatch(/Steps \d+–\d+/);
+    await page.mouse.move(0, 0);
+    await screenshot(page, "compare");
+    await page.getByRole("button", { name: "Reset zoom" }).click();
+    await page.getByText("Drag across a chart to zoom").waitFor(WAIT);
+
+    // The job page: axis titles, and the smoothing control draws the recorded line faint behind the smoothed one.
+    await page.goto(`${stack.url}/jobs/${jobs[0]?.id}`);
+    const jobReward = page.getByTestId("reward-chart");
+    // Attached, not visible: an untrained model's flat reward is a line of zero height.
+    await jobReward
+      .locator(".recharts-line")
+      .first()
+      .waitFor({ ...WAIT, state: "attached" });
+    expect(await jobReward.locator(".recharts-label").allTextContents()).toEqual(
+      expect.arrayContaining(["step", "reward (mean)"]),
+    );
+    expect(await jobReward.locator(".recharts-legend-item-text").allTextContents()).toEqual(
+      expect.arrayContaining(["± 1 std over the step's samples", "mean reward"]),
+    );
+    expect(await jobReward.locator(".recharts-line").count()).toBe(1);
+    // Six steps: a marker on each (past a few dozen, lines only).
+    expect(await jobReward.locator(".recharts-line-dot").count()).toBe(6);
+    await page.getByLabel("Smoothing").fill("0.6");
+    await expect.poll(() => jobReward.locator(".recharts-line").count(), WAIT).toBe(2);
+    expect(await jobReward.locator(".recharts-legend-item-text").allTextContents()).toContain(
+      "mean reward (smoothed)",
+    );
+    await screenshot(page, "job-page");
+    // "Compare with…" opens the comparison with this job picked.
+    await page.getByRole("link", { name: "Compare with…" }).click();
+    await page.getByRole("checkbox", { name: names[0], exact: true }).waitFor(WAIT);
+    expect(await page.getByRole("checkbox", { name: names[0], exact: true }).isChecked()).toBe(true);
+    // An id the team has no job by is named as not found (another team's answers the same, from the same query).
+    const { page: other } = await openPage(browser);
+    await signIn(other, stack.url, stack.demo.email, stack.demo.password);
+    await other.goto(`${stack.url}/jobs/compare?ids=no-such-job,${jobs[1]?.id}`);
+    const missing = other.getByRole("alert").filter({ hasText: "no-such-job" });
+    await missing.waitFor(WAIT);
+    expect(await missing.textContent()).toMatch(/not found/i);
+    await other.getByTestId("compare-chart-reward/mean").waitFor(WAIT);
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it("samples from the base model in the playground and shows each token with its logprob", async () => {
+    const { page, problems } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Playground" }).click();
+    await page.getByRole("heading", { name: "Playground", exact: true }).waitFor(WAIT);
+    await page.getByLabel("Model").selectOption({ label: "tiny-random" });
+    const requests = () => stack.t.db.request.count({ where: { kind: "SAMPLE" } });
+    const prompt = page.getByRole("textbox", { name: /^Prompt\b/ });
+    const before = await requests();
+
+    // A bad setting is refused next to its field, and so is a prompt the model's context cannot hold
+    // (the API's own message); neither leaves a request behind.
+    await prompt.fill("hello ".repeat(2_000));
+    await page.getByLabel("Top-p").fill("0");
+    await page.getByRole("button", { name: "Sample", exact: true }).click();
+    await page.locator("#topP-error").waitFor(WAIT);
+    expect(await page.locator("#topP-error").textContent()).toBe("Must be more than 0");
+    await page.getByLabel("Top-p").fill("1");
+    await page.getByRole("button", { name: "Sample", exact: true }).click();
+    await page.locator("#text-error").waitFor(WAIT);
+    expect(await page.locator("#text-error").textContent()).toMatch(/has \d+ positions; at most \d+ fit/);
+    expect(await requests()).toBe(before);
+    // The browser logs the refused call's 400; nothing else may go wrong.
+    expect(problems.filter((p) => !/status of 400/.test(p))).toEqual([]);
+    problems.length = 0;
+
+    await prompt.fill("Once upon a time");
+    await page.getByLabel("Max tokens").fill("8");
+    await page.getByLabel("Seed").fill("3");
+    await page.getByRole("button", { name: "Sample", exact: true }).click();
+    const tokens = page.getByTestId("sample").locator("[data-logprob]");
+    await tokens.first().waitFor(WAIT);
+    const logprobs: number[] = [];
+    for (const token of await tokens.all()) logprobs.push(Number(await token.getAttribute("data-logprob")));
+    expect(logprobs.length).toBeGreaterThan(0);
+    expect(logprobs.length).toBeLessThanOrEqual(8);
+    for (const logprob of logprobs) {
+      expect(Number.isFinite(logprob)).toBe(true);
+      expect(logprob).toBeLessThanOrEqual(0);
+    }
+    expect(await tokens.first().getAttribute("title")).toMatch(/^token \d+ · logprob -?[\d.e-]+ · p /);
+    expect(await page.getByTestId("stop-reason").first().textContent()).toMatch(/^(stop|length)$/);
+    expect(await requests()).toBe(before + 1);
+    await screenshot(page, "playground");
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it("lists jobs by name, default or given, with environment, progress and duration, sorted by a click on a heading", async () => {
+    const post = async <T = { id: string }>(route: string, body: unknown) => {
+      const response = await fetch(`${stack.url}/api/v1${route}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, `POST ${route}`).toBe(200);
+      return (await response.json()) as T;
+    };
+    const env = await post("/environments", { name: "list-env", kind: "BUILTIN", builtin: "arithmetic" });
+    // Every version kept: each job publishes one per step, which the overview must fold into one row.
+    const config = {
+      steps: 3,
+      groupsPerStep: 1,
+      groupSize: 2,
+      dropConstantGroups: false,
+      retention: "keep-all",
+    };
+    const jobs: { id: string; name: string }[] = [];
+    for (const [adapterName, name] of [
+      ["list-named", "  e2e named run "],
+      ["list-plain", undefined],
+    ] as const) {
+      const adapter = await post("/adapters", { name: adapterName, baseModel: "tiny-random", rank: 2 });
+      jobs.push(
+        await post("/jobs", { kind: "RL", name, adapterId: adapter.id, environmentId: env.id, config }),
+      );
+    }
+    // Trimmed when given; named after the environment and the adapter when not.
+    const names = ["e2e named run", "list-env · list-plain"];
+    expect(jobs.map((j) => j.name)).toEqual(names);
+    const status = (id: string) =>
+      stack.t.db.job.findUniqueOrThrow({ where: { id }, select: { status: true } }).then((j) => j.status);
+    for (const job of jobs) await expect.poll(() => status(job.id), { timeout: 120_000 }).toBe("SUCCEEDED");
+
+    const { page, problems } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    await page
+      .getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: "Jobs", exact: true })
+      .click();
+    await page.getByRole("heading", { name: "Jobs", exact: true }).waitFor(WAIT);
+    const row = (name: string) =>
+      page.getByRole("row").filter({ has: page.getByRole("link", { name, exact: true }) });
+    for (const name of names) await row(name).waitFor(WAIT);
+    const heads = (await page.getByRole("columnheader").allTextContents()).map((h) =>
+      h.replace(/[▲▼]/g, "").trim(),
+    );
+    expect(heads).toEqual([
+      "Name",
+      "Kind",
+      "Environment",
+      "Adapter",
+      "Status",
+      "Progress",
+      "Duration",
+      "Metric",
+      "Created",
+    ]);
+    const cells = Object.fromEntries(
+      await Promise.all(
+        names.map(async (name) => [name, await row(name).getByRole("cell").allTextContents()]),
+      ),
+    ) as Record<string, string[]>;
+    const plain = cells[names[1] as string] ?? [];
+    expect(plain.slice(0, 6)).toEqual([
+      "list-env · list-plain",
+      "RL",
+      "list-env",
+      "list-plain",
+      "SUCCEEDED",
+      "3 of 3 done",
+    ]);
+    expect(cells[names[0] as string]?.slice(2, 6)).toEqual([
+      "list-env",
+      "list-named",
+      "SUCCEEDED",
+      "3 of 3 done",
+    ]);
+    expect(plain[6]).toMatch(/^\d+ (s|min \d+ s)$/);
+    expect(plain[7]).toMatch(/^reward -?[\d.e-]+$/);
+
+    // A click on "Name" sorts A to Z, another Z to A; the order is in the URL.
+    const order = async () =>
+      (await page.locator("tbody tr td:first-child a").allTextContents()).filter((n) => names.includes(n));
+    const nameHead = page.getByRole("columnheader").filter({ hasText: "Name" });
+    await page.getByRole("button", { name: "Sort by name" }).click();
+    await page.waitForURL(
+      (url) => url.searchParams.get("sort") === "name" && url.searchParams.get("dir") === "asc",
+      WAIT,
+    );
+    await expect.poll(order, WAIT).toEqual(names);
+    expect(await nameHead.getAttribute("aria-sort")).toBe("ascending");
+    await page.getByRole("button", { name: "Sort by name" }).click();
+    await page.waitForURL((url) => url.searchParams.get("dir") === "desc", WAIT);
+    await expect.poll(order, WAIT).toEqual([...names].reverse());
+    expect(await nameHead.getAttribute("aria-sort")).toBe("descending");
+    // The view survives a reload.
+    await page.reload();
+    await expect.poll(order, WAIT).toEqual([...names].reverse());
+    await screenshot(page, "jobs-list");
+
+    // The overview's snapshots: one row per adapter, with how many versions it has.
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Overview" }).click();
+    const snapshots = page
+      .locator("section")
+      .filter({ has: page.getByRole("heading", { name: "Recent snapshots" }) });
+    for (const adapter of ["list-named", "list-plain"]) {
+      const rows = snapshots
+        .getByRole("row")
+        .filter({ has: page.getByRole("link", { name: adapter, exact: true }) });
+      await rows.first().waitFor(WAIT);
+      expect(await rows.count()).toBe(1);
+      const versions = await stack.t.db.snapshot.count({ where: { adapter: { name: adapter } } });
+      expect(versions).toBeGreaterThan(1);
+      expect((await rows.getByRole("cell").allTextContents()).map((c) => c.trim())).toEqual(
+        expect.arrayContaining([`v${versions}`, `${versions} versions`]),
+      );
+    }
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it("creates a job from an environment's preset in the form, and its validation starts at step 0 and rises", async () => {
+    const { page, problems } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    // shapes on the vision-language model learns fastest on these CPUs (docs/results.md).
+    await page.goto(`${stack.url}/adapters`);
+    await page.getByLabel("Base model").selectOption("opentinker-vl-tiny");
+    await page.getByLabel("Name").fill("preset-shapes");
+    await page.getByLabel("Rank").fill("16");
+    await page.getByRole("button", { name: "Create adapter" }).click();
+    await page.getByRole("table").getByRole("link", { name: "preset-shapes" }).waitFor(WAIT);
+    await page.goto(`${stack.url}/environments`);
+    await page.getByLabel("Name").fill("preset-shapes-env");
+    await page.getByLabel("Environment").selectOption("shapes");
+    await page.getByRole("button", { name: "Create environment" }).click();
+    await page.getByText("Created environment preset-shapes-env.").waitFor(WAIT);
+
+    await page.goto(`${stack.url}/jobs/new`);
+    await page.getByLabel("Kind").selectOption("RL");
+    await page.locator("#adapterId").selectOption({ label: "preset-shapes (opentinker-vl-tiny)" });
+    await page.locator("#environmentId").selectOption({ label: "preset-shapes-env (shapes)" });
+    // The form's defaults are now the shapes preset, shown and editable.
+    await page.getByTestId("preset-note").waitFor(WAIT);
+    const preset = RL_PRESETS.shapes.config;
+    for (const [field, expected] of [
+      ["steps", preset.steps],
+      ["groupsPerStep", preset.groupsPerStep],
+      ["groupSize", preset.groupSize],
+      ["learningRate", preset.adam.learningRate],
+      ["validationEvery", preset.validation.every],
+      ["validationGroups", preset.validation.groups],
+      ["validationGroupSize", preset.validation.groupSize],
+    ] as const)
+      expect(await page.locator(`#${field}`).inputValue(), field).toBe(String(expected));
+    // Fewer steps keep the test short; every learning setting stays the preset's.
+    const steps = 40;
+    await page.locator("#steps").fill(String(steps));
+    await screenshot(page, "job-form-preset");
+    await page.getByRole("button", { name: "Create job" }).click();
+    await page.waitForURL(
+      (url) => /\/jobs\/[^/]+$/.test(url.pathname) && !url.pathname.endsWith("/new"),
+      WAIT,
+    );
+
+    // The validation chart's summary names its newest point: first the step-0 baseline, then the last step's.
+    const validation = page.locator("figure", { hasText: "Validation reward" }).locator("figcaption");
+    const pointAt = async (step: number) => {
+      const text = (await validation.textContent({ timeout: 1_000 }).catch(() => "")) ?? "";
+      const match = new RegExp(`step ${step}: (-?[\\d.]+)`).exec(text);
+      return match ? Number(match[1]) : undefined;
+    };
+    const first = await until(() => pointAt(0), "the step-0 validation", 180_000);
+    const last = await until(() => pointAt(steps - 1), "the final validation", 300_000);
+    expect(last).toBeGreaterThan(first);
+    await page.getByText("SUCCEEDED").first().waitFor(WAIT);
+    // The best validated version is named on the job page.
+    await expect.poll(() => page.getByTestId("best-version").count(), WAIT).toBe(1);
+    await screenshot(page, "job-preset-validation");
+    expect(problems).toEqual([]);
+  }, 600_000);
+
+  it("shows a diverging job FAILED with the step it diverged at", async () => {
+    const post = async (route: string, body: unknown) => {
+      const response = await fetch(`${stack.url}/api/v1${route}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, route).toBe(200);
+      return (await response.json()) as { id: string };
+    };
+    // The largest alpha and learning rate the schemas allow, and a format penalty
+    // (finite, -1e38) whose advantages overflow float32: the first step with a
+    // malformed answer among right ones has a non-finite gradient norm. (Alpha and
+    // learning rate alone do not diverge: tiny-random answers every arithmetic
+    // problem malformed, so its groups carry no signal, and the pretrained text
+    // model's policy collapses to one answer instead.)
+    const adapter = await post("/adapters", {
+      name: "e2e-diverging",
+      baseModel: "opentinker-text-tiny",
+      rank: 8,
+      alpha: 1024,
+    });
+    const env = await post("/environments", {
+      name: "diverging-env",
+      kind: "BUILTIN",
+      builtin: "arithmetic",
+      config: { formatPenalty: -1e38 },
+    });
+    const job = await post("/jobs", {
+      kind: "RL",
+      adapterId: adapter.id,
+      environmentId: env.id,
+      config: { steps: 50, groupsPerStep: 16, groupSize: 8, adam: { learningRate: 1 } },
+    });
+    const { page, problems } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    await page.goto(`${stack.url}/jobs/${job.id}`);
+    await page.getByText("FAILED").first().waitFor({ timeout: 180_000 });
+    const alert = page.getByRole("alert").filter({ hasText: "diverged" });
+    await alert.waitFor(WAIT);
+    expect(await alert.textContent()).toMatch(/^diverged at step \d+: .*non-finite/);
+    await screenshot(page, "job-diverged");
+    expect(problems).toEqual([]);
+  }, 240_000);
 });

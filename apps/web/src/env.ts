@@ -1,5 +1,6 @@
 import { parseHostList } from "@opentinker/protocol";
 import { z } from "zod";
+import { parseTinkerModelAliases } from "./server/tinker/model-names.ts";
 
 // The web process's whole configuration, read once from the environment.
 const ZWebEnv = z.object({
@@ -15,6 +16,8 @@ const ZWebEnv = z.object({
     .transform((v) => v === "1"),
   /** Hosts (host or host:port, comma-separated) that remote environments may be on; none by default. */
   OPENTINKER_REMOTE_ENV_HOSTS: z.string().default("").transform(parseHostList),
+  /** Tinker base-model names as ours, a JSON object ({"Qwen/Qwen3-8B": "opentinker-text-tiny"}); none by default. */
+  OPENTINKER_TINKER_MODELS: z.string().default("").transform(parseTinkerModelAliases),
 });
 
 export type WebEnv = z.infer<typeof ZWebEnv>;

@@ -7,6 +7,7 @@ import { environmentsRouter } from "./routers/environments.ts";
 import { futuresRouter } from "./routers/futures.ts";
 import { jobsRouter } from "./routers/jobs.ts";
 import { modelsRouter } from "./routers/models.ts";
+import { playgroundRouter } from "./routers/playground.ts";
 import { samplingRouter } from "./routers/sampling.ts";
 import { trainingRouter } from "./routers/training.ts";
 import { workersRouter } from "./routers/workers.ts";
@@ -22,6 +23,7 @@ export const appRouter = router({
   jobs: jobsRouter,
   apiKeys: apiKeysRouter,
   workers: workersRouter,
+  playground: playgroundRouter,
 });
 
 export type AppRouter = typeof appRouter;

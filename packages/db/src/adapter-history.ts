@@ -39,3 +39,46 @@ export async function listAdapterCheckpoints(db: DbTx, teamId: string, adapterId
   });
   return { teamSlug: adapter.team.slug, adapterId: adapter.id, checkpoints };
 }
+
+/**
+ * The team's adapters that have published, the most recently published first
+ * (one entry each, however many versions a job published): each one's latest
+ * version (the registry's pointer, C3), how many it has published, and when
+ * it last did.
+ */
+export async function listLatestVersions(db: DbTx, teamId: string, limit: number) {
+  const groups = await db.snapshot.groupBy({
+    by: ["adapterId"],
+    where: { teamId },
+    _count: { _all: true },
+    _max: { createdAt: true },
+    orderBy: { _max: { createdAt: "desc" } },
+    take: limit,
+  });
+  const adapters = await db.adapter.findMany({
+    where: { teamId, id: { in: groups.map((g) => g.adapterId) } },
+    select: { id: true, name: true, registry: { select: { snapshot: { select: snapshotSelect } } } },
+  });
+  const byId = new Map(adapters.map((a) => [a.id, a]));
+  const entries = [];
+  for (const group of groups) {
+    const adapter = byId.get(group.adapterId);
+    // The registry always points at a version once one is published; the newest one stands in otherwise.
+    const latest =
+      adapter?.registry?.snapshot ??
+      (await db.snapshot.findFirst({
+        where: { teamId, adapterId: group.adapterId },
+        orderBy: { version: "desc" },
+        select: snapshotSelect,
+      }));
+    if (!adapter || !latest) continue;
+    entries.push({
+      adapterId: adapter.id,
+      adapterName: adapter.name,
+      versions: group._count._all,
+      lastPublishedAt: group._max.createdAt ?? latest.createdAt,
+      latest,
+    });
+  }
+  return entries;
+}

@@ -3,7 +3,14 @@ import type { Db, DbTx } from "./client.ts";
 import { QuotaExceededError, UnknownTeamError } from "./errors.ts";
 import type { AdapterKind } from "./generated/prisma/client.ts";
 import { adapterSelect } from "./selects.ts";
+import { BEST_TAG, bestSelect } from "./snapshot-tags.ts";
 import { lockTeam } from "./team-lock.ts";
+
+/** An adapter as the API shows it: its row and its best version, if one was marked. */
+const adapterInfoSelect = {
+  ...adapterSelect,
+  tags: { where: { name: BEST_TAG }, select: bestSelect },
+} as const;
 
 export interface CreateAdapterInput {
   name: string;
@@ -26,7 +33,7 @@ export function createAdapter(db: DbTx, teamId: string, input: CreateAdapterInpu
   if (input.kind === "LORA" && (input.rank === undefined || input.rank < 1)) {
     throw new RangeError(`createAdapter: a LORA adapter needs rank >= 1 (got ${input.rank})`);
   }
-  return db.adapter.create({ data: { ...input, teamId }, select: adapterSelect });
+  return db.adapter.create({ data: { ...input, teamId }, select: adapterInfoSelect });
 }
 
 /**
@@ -56,11 +63,15 @@ export async function createAdapterWithinQuota(db: Db, teamId: string, input: Ne
 }
 
 export function listAdapters(db: DbTx, teamId: string) {
-  return db.adapter.findMany({ where: { teamId }, select: adapterSelect, orderBy: { createdAt: "desc" } });
+  return db.adapter.findMany({
+    where: { teamId },
+    select: adapterInfoSelect,
+    orderBy: { createdAt: "desc" },
+  });
 }
 
 export function getAdapter(db: DbTx, teamId: string, adapterId: string) {
-  return db.adapter.findFirst({ where: { id: adapterId, teamId }, select: adapterSelect });
+  return db.adapter.findFirst({ where: { id: adapterId, teamId }, select: adapterInfoSelect });
 }
 
 /** Deletes an adapter of this team with its history; false when there is none. */

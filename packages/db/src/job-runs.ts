@@ -57,42 +57,49 @@ export async function releaseJobAdapter(
 
 /**
  * The job's run on this worker is over: its end (when it ended rather than went
- * back to the queue) and the release of its adapter commit together, so whoever
- * sees the job finished finds its adapter free.
+ * back to the queue), the rows its retention drops and the release of its
+ * adapter commit together, so whoever sees the job finished finds its adapter
+ * free and only the versions it keeps. Returns the store paths of the dropped
+ * rows, for the caller to delete the files after them.
  */
 export async function endJobRun(
   db: Db,
   job: { teamId: string; id: string; adapterId: string },
   workerId: string,
-  end: { status: JobStatus; error: string | null } | null,
-): Promise<void> {
-  await db.$transaction(async (tx) => {
-    if (end) await finishJob(tx, job, end.status, end.error);
+  end: { status: JobStatus; error: string | null; retention: string } | null,
+): Promise<string[]> {
+  return db.$transaction(async (tx) => {
+    let doomed: string[] = [];
+    if (end) {
+      await finishJob(tx, job, end.status, end.error);
+      if (end.retention === "keep-final") doomed = await dropIntermediateObjects(tx, job.teamId, job.id);
+    }
     await releaseJobAdapter(tx, job.teamId, { adapterId: job.adapterId, workerId });
+    return doomed;
   });
 }
 
 /**
  * "keep-final" retention of an ended job: deletes the rows of its intermediate
- * snapshots and checkpoints (the final ones stay loadable) and returns their
- * store paths, for the caller to delete the files after the rows.
+ * snapshots and checkpoints (the final ones, and any named version such as the
+ * best, stay loadable) and returns their store paths, for the caller to delete
+ * the files after the rows.
  */
-export async function dropIntermediateObjects(db: Db, teamId: string, jobId: string): Promise<string[]> {
+export async function dropIntermediateObjects(db: DbTx, teamId: string, jobId: string): Promise<string[]> {
   const select = { id: true, path: true } as const;
   const snapshots = await db.snapshot.findMany({
     where: { teamId, jobId },
     orderBy: { version: "desc" },
-    select,
+    select: { ...select, _count: { select: { tags: true } } },
   });
   const checkpoints = await db.checkpoint.findMany({
     where: { teamId, jobId },
     orderBy: [{ step: "desc" }, { createdAt: "desc" }],
     select,
   });
-  const [doomedSnapshots, doomedCheckpoints] = [snapshots.slice(1), checkpoints.slice(1)];
-  await db.$transaction([
-    db.snapshot.deleteMany({ where: { id: { in: doomedSnapshots.map((s) => s.id) } } }),
-    db.checkpoint.deleteMany({ where: { id: { in: doomedCheckpoints.map((c) => c.id) } } }),
-  ]);
+  const doomedSnapshots = snapshots.slice(1).filter((s) => s._count.tags === 0);
+  const doomedCheckpoints = checkpoints.slice(1);
+  await db.snapshot.deleteMany({ where: { id: { in: doomedSnapshots.map((s) => s.id) } } });
+  await db.checkpoint.deleteMany({ where: { id: { in: doomedCheckpoints.map((c) => c.id) } } });
   return [...doomedSnapshots, ...doomedCheckpoints].map((o) => o.path);
 }

@@ -6,6 +6,7 @@ import type { JobStatus } from "./generated/prisma/enums.ts";
 import { queueJobRun } from "./jobs.ts";
 import { recordMetrics } from "./metrics.ts";
 import { METRICS_CHANNEL } from "./queue-names.ts";
+import { forgetLostBest, markBestSnapshot, type ValidationResult } from "./snapshot-tags.ts";
 import { supersedeSnapshots } from "./snapshots.ts";
 import { insertTrajectories, type TrajectoryInput } from "./trajectories.ts";
 
@@ -15,18 +16,21 @@ export interface MetricsNotice {
   step: number;
 }
 
+/** `validated`: the step's validation, which moves the adapter's best version when it beats the job's best so far. */
 export function recordJobStep(
   db: Db,
   job: { teamId: string; id: string },
   step: number,
   values: Record<string, number>,
   trajectories: TrajectoryInput[],
+  validated?: ValidationResult,
 ): Promise<void> {
   const finite = Object.fromEntries(Object.entries(values).filter(([, v]) => Number.isFinite(v)));
   const notice: MetricsNotice = { teamId: job.teamId, jobId: job.id, step };
   return db.$transaction(async (tx) => {
     await insertTrajectories(tx, job.teamId, job.id, trajectories);
     await recordMetrics(tx, job.teamId, job.id, step, finite);
+    if (validated) await markBestSnapshot(tx, job.teamId, job.id, validated);
     await tx.job.update({ where: { id: job.id }, data: { step: step + 1 } });
     await tx.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${JSON.stringify(notice)})`;
   });
@@ -47,6 +51,7 @@ export async function rewindJob(
   await db.$transaction(async (tx) => {
     await tx.trajectory.deleteMany({ where: { jobId: job.id, step: { gte: step } } });
     await tx.metric.deleteMany({ where: { jobId: job.id, step: { gte: step } } });
+    await forgetLostBest(tx, job, step);
     await tx.job.update({ where: { id: job.id }, data: { step } });
     const checkpoint = await tx.checkpoint.findFirst({
       where: { teamId: job.teamId, jobId: job.id, name: checkpointName },

@@ -1,3 +1,4 @@
+import { defaultJobName, VISION_ENVIRONMENTS, visionModelRequired } from "@opentinker/protocol";
 import type { Db, DbTx } from "./client.ts";
 import { NotFoundError, QuotaExceededError, UnknownTeamError } from "./errors.ts";
 import { type JobKind, Prisma } from "./generated/prisma/client.ts";
@@ -6,6 +7,8 @@ import { jobSelect } from "./selects.ts";
 import { lockTeam } from "./team-lock.ts";
 
 export interface CreateJobInput {
+  /** Omitted: `defaultJobName` of its environment and adapter. */
+  name?: string;
   adapterId: string;
   environmentId?: string;
   kind: JobKind;
@@ -31,8 +34,27 @@ export async function queueJobRun(db: DbTx, jobId: string): Promise<void> {
   await db.$executeRaw`SELECT ${addJobSql({ task: id, payload, maxAttempts, jobKey: key(jobId) })}`;
 }
 
-export function createJob(db: DbTx, teamId: string, input: CreateJobInput) {
-  return db.job.create({ data: { ...input, teamId }, select: jobSelect });
+/** Creates a job row (named by its creator, or after its environment and adapter). */
+export async function createJob(db: DbTx, teamId: string, input: CreateJobInput) {
+  const name = input.name ?? (await defaultNameOf(db, teamId, input));
+  return db.job.create({ data: { ...input, name, teamId }, select: jobSelect });
+}
+
+/** The name of a job nobody named, from its adapter and environment as the team has them. */
+async function defaultNameOf(db: DbTx, teamId: string, input: CreateJobInput): Promise<string> {
+  const adapter = await db.adapter.findFirst({
+    where: { id: input.adapterId, teamId },
+    select: { name: true },
+  });
+  if (!adapter) throw new NotFoundError(`adapter ${input.adapterId} not found`);
+  const environment = input.environmentId
+    ? await db.environment.findFirst({ where: { id: input.environmentId, teamId }, select: { name: true } })
+    : null;
+  return defaultJobName({
+    kind: input.kind,
+    environmentName: environment?.name ?? null,
+    adapterName: adapter.name,
+  });
 }
 
 type QuotaRow = { maxConcurrentJobs: number; maxJobSteps: number; maxSequencesPerStep: number };
@@ -105,19 +127,28 @@ export function enqueueJob(db: Db, teamId: string, input: EnqueueJobInput) {
   });
 }
 
-/** The job's adapter, environment and snapshot, each resolved within the team (404 otherwise). */
+/**
+ * The job's adapter, environment and snapshot, each resolved within the team
+ * (404 otherwise); an environment whose prompts hold a picture needs an
+ * adapter over a vision-language base model (400 otherwise).
+ */
 async function checkJobObjects(tx: DbTx, teamId: string, input: EnqueueJobInput) {
   const adapter = await tx.adapter.findFirst({
     where: { id: input.adapterId, teamId },
-    select: { id: true, baseModelId: true },
+    select: { id: true, baseModelId: true, baseModel: { select: { name: true, visionLanguage: true } } },
   });
   if (!adapter) throw new NotFoundError(`adapter ${input.adapterId} not found`);
   if (input.environmentId) {
     const env = await tx.environment.findFirst({
       where: { id: input.environmentId, teamId },
-      select: { id: true },
+      select: { id: true, kind: true, builtin: true },
     });
     if (!env) throw new NotFoundError(`environment ${input.environmentId} not found`);
+    const pictures = env.kind === "BUILTIN" && VISION_ENVIRONMENTS.some((kind) => kind === env.builtin);
+    if (pictures && !adapter.baseModel.visionLanguage)
+      throw new RangeError(
+        `adapterId: ${visionModelRequired(env.builtin ?? "", adapter.baseModel.name)} (adapter ${adapter.id})`,
+      );
   }
   if (input.handle) await checkJobPolicy(tx, teamId, adapter, input.handle);
   return adapter;

@@ -25,6 +25,7 @@ describe("releaseLostWorker", () => {
     });
     const running = await t.db.job.create({
       data: {
+        name: "test job",
         teamId: team.id,
         adapterId: adapter.id,
         kind: "RL",
@@ -35,6 +36,7 @@ describe("releaseLostWorker", () => {
     });
     const cancelling = await t.db.job.create({
       data: {
+        name: "test job",
         teamId: team.id,
         adapterId: other.id,
         kind: "RL",

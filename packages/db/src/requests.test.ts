@@ -170,7 +170,14 @@ describe("claimRequest", () => {
     });
     expect((await claimRequest(t.db, training.requestId))[0]?.busyJobId).toBeNull();
     const job = await t.db.job.create({
-      data: { teamId: team.id, adapterId: adapter.id, kind: "RL", config: {}, status: "RUNNING" },
+      data: {
+        name: "test job",
+        teamId: team.id,
+        adapterId: adapter.id,
+        kind: "RL",
+        config: {},
+        status: "RUNNING",
+      },
     });
     expect((await claimRequest(t.db, training.requestId))[0]?.busyJobId).toBe(job.id);
     expect((await claimRequest(t.db, sample.requestId))[0]?.busyJobId).toBeNull();

@@ -54,10 +54,13 @@ export const snapshotSelect = {
   trainerStep: true,
   createdAt: true,
   supersededAt: true,
+  // Its names among the adapter's named versions ("best").
+  tags: { select: { name: true } },
 } as const;
 
 export const jobSelect = {
   id: true,
+  name: true,
   teamId: true,
   adapterId: true,
   environmentId: true,

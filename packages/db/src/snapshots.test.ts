@@ -79,7 +79,7 @@ describe("snapshots", () => {
   it("deleting the job that produced a snapshot keeps the snapshot", async () => {
     const { team, adapter } = await makeTeamWithAdapter(t.db, "job-delete");
     const job = await t.db.job.create({
-      data: { teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
+      data: { name: "test job", teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
     });
     const s = await publishSnapshot(t.db, team.id, { adapterId: adapter.id, jobId: job.id, ...snap(1) });
     await t.db.job.delete({ where: { id: job.id } });

@@ -24,7 +24,7 @@ async function populatedTeam(label: string) {
     trainerStep: 1,
   });
   const job = await t.db.job.create({
-    data: { teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
+    data: { name: "test job", teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
   });
   await insertTrajectories(t.db, team.id, job.id, [
     {
@@ -94,7 +94,9 @@ describe("tenancy: every query path takes the team", () => {
       }),
     ).rejects.toThrow();
     await expect(
-      t.db.job.create({ data: { teamId: a.team.id, adapterId: b.adapter.id, kind: "SFT", config: {} } }),
+      t.db.job.create({
+        data: { name: "test job", teamId: a.team.id, adapterId: b.adapter.id, kind: "SFT", config: {} },
+      }),
     ).rejects.toThrow();
     await expect(recordMetrics(t.db, a.team.id, b.job.id, 1, { loss: 1 })).rejects.toThrow();
     expect(await listMetrics(t.db, b.team.id, b.job.id)).toHaveLength(1);

@@ -36,7 +36,7 @@ describe("trajectory arrays", () => {
   it("are stored and read back per job and step, and a retried insert stores nothing twice", async () => {
     const { team, adapter } = await makeTeamWithAdapter(t.db, "traj");
     const job = await t.db.job.create({
-      data: { teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
+      data: { name: "test job", teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
     });
     const batch = [0, 1].map((sampleIndex) => ({
       ...arrays(),
@@ -60,7 +60,7 @@ describe("trajectory arrays", () => {
   it("a trajectory whose stored bytes disagree with its token count is refused by the database", async () => {
     const { team, adapter } = await makeTeamWithAdapter(t.db, "traj-check");
     const job = await t.db.job.create({
-      data: { teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
+      data: { name: "test job", teamId: team.id, adapterId: adapter.id, kind: "RL", config: {} },
     });
     const encoded = encodeTrajectoryArrays(arrays());
     await expect(

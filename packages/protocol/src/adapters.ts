@@ -38,6 +38,24 @@ export const ZCreateAdapterRequest = z
   .strict();
 export type CreateAdapterRequest = z.infer<typeof ZCreateAdapterRequest>;
 
+/**
+ * An adapter's "best" version: the snapshot with the highest validation metric
+ * of the job that last validated it (a job's retention never deletes it).
+ */
+export const ZBestVersion = z.object({
+  version: z.number(),
+  handle: z.string(),
+  /** The job whose validation chose it. */
+  jobId: z.string().nullable(),
+  /** The validation metric it was chosen by, e.g. "val/reward/mean" (higher is better), and its value. */
+  metric: z.string(),
+  value: z.number(),
+  /** The job step whose validation measured it (0: before any training). */
+  step: z.number(),
+  markedAt: z.string(),
+});
+export type BestVersion = z.infer<typeof ZBestVersion>;
+
 export const ZAdapter = z.object({
   id: z.string(),
   name: z.string(),
@@ -52,6 +70,8 @@ export const ZAdapter = z.object({
   status: z.enum(["ACTIVE", "ARCHIVED"]),
   step: z.number(),
   createdAt: z.string(),
+  /** Null until a job with validation has validated it. */
+  best: ZBestVersion.nullable(),
 });
 export type AdapterInfo = z.infer<typeof ZAdapter>;
 
@@ -69,11 +89,25 @@ export const ZSnapshot = z.object({
    * (they stay loadable). Null for a version on the adapter's current line.
    */
   supersededAt: z.string().nullable(),
+  /** The names this version holds among the adapter's named versions (today: "best"). */
+  tags: z.array(z.string()),
 });
 export type SnapshotVersion = z.infer<typeof ZSnapshot>;
 
 export const ZRecentSnapshotsRequest = z.object({ limit: z.number().int().min(1).max(100).default(10) });
 export const ZRecentSnapshot = ZSnapshot.extend({ adapterId: z.string(), adapterName: z.string() });
+
+/** An adapter's latest version, as the overview lists them: one entry per adapter that has published. */
+export const ZAdapterLatestVersion = z.object({
+  adapterId: z.string(),
+  adapterName: z.string(),
+  /** How many versions the adapter has published. */
+  versions: z.number(),
+  lastPublishedAt: z.string(),
+  /** The registry's latest version (after a resumed job: its newest surviving one). */
+  latest: ZSnapshot,
+});
+export type AdapterLatestVersion = z.infer<typeof ZAdapterLatestVersion>;
 
 export const ZSnapshotLookupRequest = z.object({ handle: ZSamplerHandle });
 /** A snapshot found by its handle, with what a sampling client needs to tokenize for it. */

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { formatSamplerHandle, parseSamplerHandle, ZPolicyRef } from "./handles.ts";
+import { fromTinkerApiKey, tinkerApiKey } from "./api-keys.ts";
+import {
+  formatSamplerHandle,
+  formatTinkerPath,
+  parseSamplerHandle,
+  parseTinkerPath,
+  ZPolicyRef,
+} from "./handles.ts";
 import { ZAdamParams, ZLossFnConfig } from "./losses.ts";
 import { ZSamplingParams } from "./sampling.ts";
 
@@ -21,6 +28,28 @@ describe("policy handles", () => {
       );
     }
     expect(ZPolicyRef.safeParse({ weights: [1, 2] }).success).toBe(false);
+  });
+});
+
+describe("Tinker paths and keys", () => {
+  it("round-trip a model's sampler weights and weights, and refuse other forms", () => {
+    const path = formatTinkerPath({ model: "cm1abc", kind: "sampler_weights", name: "step-3" });
+    expect(path).toBe("tinker://cm1abc/sampler_weights/step-3");
+    expect(parseTinkerPath(path)).toEqual({ model: "cm1abc", kind: "sampler_weights", name: "step-3" });
+    expect(parseTinkerPath("tinker://cm1abc/weights/w1")?.kind).toBe("weights");
+    for (const bad of [
+      "tinker://cm1abc/sampler/1",
+      "tinker://a/b/sampler_weights/x",
+      "tinker://m/weights/..",
+      "opentinker://t/a/sampler/1",
+    ])
+      expect(parseTinkerPath(bad)).toBeNull();
+  });
+
+  it("a Tinker key is one of ours behind tml-", () => {
+    expect(tinkerApiKey("ot_abc")).toBe("tml-ot_abc");
+    expect(fromTinkerApiKey("tml-ot_abc")).toBe("ot_abc");
+    expect(fromTinkerApiKey("ot_abc")).toBeNull();
   });
 });
 
@@ -46,9 +75,13 @@ describe("defaults", () => {
       temperature: 1,
       topK: -1,
       topP: 1,
+      minP: 0,
       stop: [],
     });
     expect(ZSamplingParams.safeParse({ maxTokens: 0 }).success).toBe(false);
     expect(ZSamplingParams.safeParse({ maxTokens: 4, topP: 0 }).success).toBe(false);
+    expect(ZSamplingParams.parse({ maxTokens: 4, minP: 1 }).minP).toBe(1);
+    for (const minP of [-0.1, 1.5, Number.NaN])
+      expect(ZSamplingParams.safeParse({ maxTokens: 4, minP }).success).toBe(false);
   });
 });

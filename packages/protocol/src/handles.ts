@@ -91,3 +91,27 @@ export const ZPolicyRef = z.union([
   z.object({ baseModel: z.string().min(1) }),
 ]);
 export type PolicyRef = z.infer<typeof ZPolicyRef>;
+
+/**
+ * The paths the Tinker protocol hands out (`tinker://<model>/sampler_weights/<name>`
+ * and `.../weights/<name>`): the model is an adapter id, the name one the client
+ * chose. A service resolves them within the caller's team, like our own handles.
+ */
+export interface TinkerPath {
+  model: string;
+  kind: "weights" | "sampler_weights";
+  name: string;
+}
+
+const TINKER_PATH = new RegExp(`^tinker://(${ADAPTER})/(weights|sampler_weights)/([^/]+)$`);
+
+export function formatTinkerPath(p: TinkerPath): string {
+  return `tinker://${p.model}/${p.kind}/${p.name}`;
+}
+
+/** The parts of a Tinker path, or null when it is not one (or names an invalid object). */
+export function parseTinkerPath(path: string): TinkerPath | null {
+  const match = TINKER_PATH.exec(path);
+  if (!match || !ZObjectName.safeParse(match[3]).success) return null;
+  return { model: match[1] as string, kind: match[2] as TinkerPath["kind"], name: match[3] as string };
+}

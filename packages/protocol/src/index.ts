@@ -10,6 +10,8 @@ export * from "./jobs.ts";
 export * from "./losses.ts";
 export * from "./model-input.ts";
 export * from "./models.ts";
+export * from "./playground.ts";
+export * from "./presets.ts";
 export * from "./random.ts";
 export * from "./remote-env.ts";
 export * from "./resources.ts";

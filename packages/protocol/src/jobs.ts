@@ -4,10 +4,19 @@ import { z } from "zod";
 import { ZSamplerHandle } from "./handles.ts";
 import { ZAdamParams } from "./losses.ts";
 import { idRequest } from "./resources.ts";
+import { ZSamplingKnobs } from "./sampling.ts";
 
 /** Built-in environments a server-side job can run (packages/envs). */
 export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number", "nim", "shapes"] as const;
 export const ZBuiltinEnvironment = z.enum(BUILTIN_ENVIRONMENTS);
+export type BuiltinEnvironment = z.infer<typeof ZBuiltinEnvironment>;
+
+/** Built-in environments whose prompts hold a picture: their jobs need a vision-language base model. */
+export const VISION_ENVIRONMENTS: readonly BuiltinEnvironment[] = ["shapes"];
+
+/** Why a job of a picture environment cannot run over a text-only base model. */
+export const visionModelRequired = (builtin: string, model: string): string =>
+  `${builtin} prompts hold a picture, and ${model} is a text-only base model: a ${builtin} job needs an adapter over a vision-language base model (such as opentinker-vl-tiny)`;
 
 /** nim: who the learner plays while training (self-play trains every seat of its games). */
 export const NIM_OPPONENTS = ["self-play", "random", "optimal"] as const;
@@ -82,34 +91,56 @@ export const ZRetention = z.enum([
   "keep-final",
 ]);
 
-const ZSamplingSettings = z
-  .object({
-    temperature: z.number().min(0).finite(),
-    topK: z.number().int().min(-1),
-    topP: z.number().gt(0).max(1),
-  })
-  .partial();
+const ZSamplingSettings = ZSamplingKnobs.partial();
 
+/**
+ * An RL job's config. An omitted field takes the default written beside it,
+ * the same for every environment; the settings each built-in environment is
+ * known to learn with are its preset (`RL_PRESETS` in presets.ts), which the
+ * dashboard's form fills in and an API client may spread into its config.
+ */
 export const ZRlJobConfig = z
   .object({
     steps: z.number().int().min(1).max(100_000),
-    groupsPerStep: z.number().int().min(1).max(1024).default(4),
-    groupSize: z.number().int().min(1).max(256).default(8),
-    lossFn: z.enum(["importance_sampling", "ppo"]).default("ppo"),
-    adam: ZAdamParams.partial().default({}),
-    sampling: ZSamplingSettings.default({}),
-    scaleByStd: z.boolean().default(false),
+    groupsPerStep: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024)
+      .default(4)
+      .describe("Prompts (groups) sampled per step. Omitted: 4."),
+    groupSize: z
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .default(8)
+      .describe("Samples per prompt; advantages compare them. Omitted: 8."),
+    lossFn: z.enum(["importance_sampling", "ppo"]).default("ppo").describe('Omitted: "ppo".'),
+    adam: ZAdamParams.partial()
+      .default({})
+      .describe("AdamW settings; each omitted one takes its default (learningRate 1e-4)."),
+    sampling: ZSamplingSettings.default({}).describe("Omitted: the sampler's defaults (temperature 1)."),
+    scaleByStd: z.boolean().default(false).describe("Omitted: false."),
     /** Skip groups whose rewards are all equal (no signal); false trains on them with zero advantage. */
-    dropConstantGroups: z.boolean().default(true),
-    seed: z.number().int().min(0).default(0),
-    checkpointEvery: z.number().int().min(1).default(1),
+    dropConstantGroups: z.boolean().default(true).describe("Omitted: true."),
+    seed: z.number().int().min(0).default(0).describe("Omitted: 0."),
+    checkpointEvery: z.number().int().min(1).default(1).describe("Omitted: 1."),
     validation: z
-      .object({ every: z.number().int().min(1), groups: z.number().int().min(1).max(1024) })
-      .optional(),
-    retention: ZRetention.default("keep-final"),
+      .object({
+        every: z.number().int().min(1),
+        groups: z.number().int().min(1).max(1024),
+        groupSize: z.number().int().min(1).max(256).default(1).describe("Omitted: 1."),
+      })
+      .optional()
+      .describe(
+        "Omitted: no validation. Set: the held-out split is rolled out with no training before the first step (recorded at step 0), after every `every` steps and after the last step; the best of them is kept as the adapter's `best` version.",
+      ),
+    retention: ZRetention.default("keep-final").describe('Omitted: "keep-final".'),
   })
   .strict();
 export type RlJobConfig = z.infer<typeof ZRlJobConfig>;
+export type RlJobConfigInput = z.input<typeof ZRlJobConfig>;
 
 export const ZChatMessage = z.object({
   role: z.enum(["system", "user", "assistant"]),
@@ -139,15 +170,37 @@ export const ZEvalJobConfig = z
   .strict();
 export type EvalJobConfig = z.infer<typeof ZEvalJobConfig>;
 
+/** Each job kind's config schema. */
+const JOB_CONFIGS = { RL: ZRlJobConfig, SFT: ZSftJobConfig, EVAL: ZEvalJobConfig } as const;
+
+/** A job's name as a caller gives it; omitted, the job is named by `defaultJobName`. */
+export const ZJobName = z.string().trim().min(1).max(128);
+
+/**
+ * What a job is called when its creator names none: its environment and its
+ * adapter ("arithmetic · lora-a"), or its kind for a job without an
+ * environment ("sft · lora-a"). The job-names migration backfills old jobs
+ * with the same words, in SQL.
+ */
+export function defaultJobName(job: {
+  kind: "RL" | "SFT" | "EVAL";
+  environmentName: string | null;
+  adapterName: string;
+}): string {
+  return `${job.environmentName ?? job.kind.toLowerCase()} · ${job.adapterName}`;
+}
+
 export const ZJobInput = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("RL"),
+    name: ZJobName.optional(),
     adapterId: z.string().min(1),
     environmentId: z.string().min(1),
     config: ZRlJobConfig,
   }),
   z.object({
     kind: z.literal("SFT"),
+    name: ZJobName.optional(),
     adapterId: z.string().min(1),
     // Named but unused would hide a mistake (and an id of another team's): refused instead.
     environmentId: z.never({ error: "an SFT job takes no environment" }).optional(),
@@ -155,6 +208,7 @@ export const ZJobInput = z.discriminatedUnion("kind", [
   }),
   z.object({
     kind: z.literal("EVAL"),
+    name: ZJobName.optional(),
     adapterId: z.string().min(1),
     environmentId: z.string().min(1),
     config: ZEvalJobConfig,
@@ -176,11 +230,12 @@ export function jobSize(input: JobInput): { steps: JobDimension; sequencesPerSte
   if (input.kind === "RL") {
     const { steps, groupsPerStep, groupSize, validation } = input.config;
     const rollouts = groupsPerStep * groupSize;
+    const validated = validation ? validation.groups * validation.groupSize : 0;
     return {
       steps: { value: steps, field: "config.steps" },
       sequencesPerStep:
-        validation && validation.groups > rollouts
-          ? { value: validation.groups, field: "config.validation.groups" }
+        validated > rollouts
+          ? { value: validated, field: "config.validation.groups × config.validation.groupSize" }
           : { value: rollouts, field: "config.groupsPerStep × config.groupSize" },
     };
   }
@@ -200,6 +255,17 @@ export function jobSize(input: JobInput): { steps: JobDimension; sequencesPerSte
   };
 }
 
+/**
+ * How many steps a stored job runs (`jobSize`'s count, read back from its kind
+ * and config); undefined for a config today's schema no longer accepts.
+ */
+export function jobSteps(job: { kind: JobInput["kind"]; config: unknown }): number | undefined {
+  // The ids only make the input complete: the count depends on the kind and config alone.
+  const environment = job.kind === "SFT" ? {} : { environmentId: "-" };
+  const input = ZJobInput.safeParse({ kind: job.kind, adapterId: "-", ...environment, config: job.config });
+  return input.success ? jobSize(input.data).steps.value : undefined;
+}
+
 /** Reports every issue of `schema` on `value` as issues of the enclosing check. */
 function delegate(schema: z.ZodType) {
   return (value: unknown, ctx: z.RefinementCtx) => {
@@ -215,10 +281,10 @@ function delegate(schema: z.ZodType) {
  * in the OpenAPI document as any of the kinds' own schemas, so a client sees
  * every field it may send.
  */
-function configByKind(kinds: readonly z.ZodType[]) {
-  const anyOf = kinds.map((kind) => {
-    const { $schema: _, ...schema } = z.toJSONSchema(kind, { io: "input", unrepresentable: "any" });
-    return schema;
+function configByKind(kinds: Readonly<Record<string, z.ZodType>>) {
+  const anyOf = Object.entries(kinds).map(([kind, config]) => {
+    const { $schema: _, ...schema } = z.toJSONSchema(config, { io: "input", unrepresentable: "any" });
+    return { title: `config of kind ${kind}`, ...schema };
   });
   return z.record(z.string(), z.unknown()).meta({
     override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
@@ -238,16 +304,25 @@ export const ZEnvironmentRequest = z
     kind: z.enum(["BUILTIN", "REMOTE"]),
     builtin: ZBuiltinEnvironment.optional(),
     url: z.string().optional(),
-    config: configByKind([ZBuiltinEnvConfig, z.record(z.string(), z.unknown())]).optional(),
+    config: configByKind({
+      BUILTIN: ZBuiltinEnvConfig,
+      REMOTE: z.record(z.string(), z.unknown()),
+    }).optional(),
   })
   .superRefine(delegate(ZEnvironmentInput));
 
 export const ZJobRequest = z
   .object({
     kind: z.enum(["RL", "SFT", "EVAL"]),
+    name: z
+      .string()
+      .optional()
+      .describe(
+        '1–128 characters, trimmed. Omitted: "<environment> · <adapter>" ("sft · <adapter>" for SFT).',
+      ),
     adapterId: z.string(),
     environmentId: z.string().optional(),
-    config: configByKind([ZRlJobConfig, ZSftJobConfig, ZEvalJobConfig]),
+    config: configByKind(JOB_CONFIGS),
   })
   .superRefine(delegate(ZJobInput));
 
@@ -267,9 +342,30 @@ export type EnvironmentInfo = z.infer<typeof ZEnvironment>;
 
 export const ZJobIdRequest = idRequest("jobId");
 
-/** A job as the API shows it. */
-export const ZJob = z.object({
+/**
+ * A job as the OpenAPI document shows it: one object per kind (`kind` a
+ * constant) whose `config` is that kind's, as stored (defaults filled in). The
+ * parser itself keeps `config` a plain record, so that a job stored under an
+ * older schema still reads back.
+ */
+function documentedByKind<T extends z.ZodObject<{ kind: z.ZodType; config: z.ZodType }>>(job: T): T {
+  const variants = Object.entries(JOB_CONFIGS).map(([kind, config]) => {
+    const variant = job.extend({ kind: z.literal(kind), config });
+    const { $schema: _, ...schema } = z.toJSONSchema(variant, { io: "output", unrepresentable: "any" });
+    return { title: `${kind} job`, ...schema };
+  });
+  return job.meta({
+    override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+      for (const key of Object.keys(jsonSchema)) delete jsonSchema[key];
+      jsonSchema.oneOf = variants;
+    },
+  });
+}
+
+const ZJobFields = z.object({
   id: z.string(),
+  /** Given at creation, or `defaultJobName`'s. */
+  name: z.string(),
   adapterId: z.string(),
   environmentId: z.string().nullable(),
   kind: z.enum(["SFT", "RL", "EVAL"]),
@@ -282,7 +378,57 @@ export const ZJob = z.object({
   startedAt: z.string().nullable(),
   finishedAt: z.string().nullable(),
 });
+
+/** A job as the API shows it. */
+export const ZJob = documentedByKind(ZJobFields);
 export type JobInfo = z.infer<typeof ZJob>;
+
+/**
+ * What the jobs list can be ordered by. A job's duration runs from its start
+ * to its end (to now while it runs); jobs that never started come last.
+ */
+export const JOB_SORT_KEYS = ["createdAt", "name", "status", "duration"] as const;
+export type JobSortKey = (typeof JOB_SORT_KEYS)[number];
+
+export const ZJobListRequest = z.object({
+  sort: z.enum(JOB_SORT_KEYS).default("createdAt"),
+  direction: z.enum(["asc", "desc"]).default("desc"),
+  /** From 1. */
+  page: z.number().int().min(1).max(1_000_000).default(1),
+  pageSize: z.number().int().min(1).max(100).default(20),
+});
+export type JobListRequest = z.output<typeof ZJobListRequest>;
+
+/**
+ * The metric a list shows for a job of each kind, by preference: validation
+ * when the job has recorded it, else training (the names the SDK loops record).
+ */
+export const JOB_HEADLINE_METRICS = {
+  RL: ["val/reward/mean", "reward/mean"],
+  SFT: ["val/loss/mean", "loss/mean"],
+  EVAL: ["val/reward/mean"],
+} as const satisfies Record<JobInfo["kind"], readonly string[]>;
+
+/** A job as the jobs list shows it: with its adapter's and environment's names and its headline metric. */
+export const ZJobListItem = documentedByKind(
+  ZJobFields.extend({
+    adapterName: z.string(),
+    /** Null for an SFT job, or when the environment was deleted. */
+    environmentName: z.string().nullable(),
+    /** The newest value of the kind's preferred headline metric; null before any is recorded. */
+    metric: z.object({ name: z.string(), step: z.number(), value: z.number() }).nullable(),
+  }),
+);
+export type JobListItem = z.infer<typeof ZJobListItem>;
+
+export const ZJobPage = z.object({
+  jobs: z.array(ZJobListItem),
+  /** All the team's jobs, over every page. */
+  total: z.number(),
+  page: z.number(),
+  pageSize: z.number(),
+});
+export type JobPage = z.infer<typeof ZJobPage>;
 
 export const ZJobMetricsRequest = ZJobIdRequest.extend({ sinceStep: z.number().int().min(0).default(0) });
 export const ZJobMetric = z.object({ step: z.number(), name: z.string(), value: z.number() });

@@ -1,13 +1,28 @@
 import { z } from "zod";
 
+/**
+ * The knobs of a token draw and their bounds: a sampling call's params and a
+ * job's sampling settings both take them. The filters apply in this order:
+ * top-k, then top-p over the top-k, then min-p.
+ */
+export const ZSamplingKnobs = z.object({
+  /** 0 = greedy. */
+  temperature: z.number().min(0).finite(),
+  /** Keep the k most likely tokens; 0 or -1 = off. */
+  topK: z.number().int().min(-1),
+  /** Nucleus sampling; 1 = off. */
+  topP: z.number().gt(0).max(1),
+  /** Keep tokens with probability ≥ minP × the most likely one's; 0 = off. */
+  minP: z.number().min(0).max(1),
+});
+
+const knobs = ZSamplingKnobs.shape;
 export const ZSamplingParams = z.object({
   maxTokens: z.number().int().positive().max(1_000_000),
-  /** 0 = greedy. */
-  temperature: z.number().min(0).finite().default(1),
-  /** Keep the k most likely tokens; 0 or -1 = off. */
-  topK: z.number().int().min(-1).default(-1),
-  /** Nucleus sampling; 1 = off. */
-  topP: z.number().gt(0).max(1).default(1),
+  temperature: knobs.temperature.default(1),
+  topK: knobs.topK.default(-1),
+  topP: knobs.topP.default(1),
+  minP: knobs.minP.default(0),
   /** Same seed and same request → same tokens. */
   seed: z.number().int().optional(),
   /** Stop strings or stop token ids; the stop sequence is included in the output. */

@@ -119,15 +119,21 @@ export function StatusBadge({ status }: { status: string }) {
   );
 }
 
-function Table({ head, children }: { head: string[]; children: ReactNode }) {
+interface Heading {
+  key: string;
+  content: ReactNode;
+  sort?: Column<unknown>["sort"];
+}
+
+function Table({ head, children }: { head: readonly Heading[]; children: ReactNode }) {
   return (
     <div className="overflow-x-auto">
       <table className="w-full text-left text-sm">
         <thead className="border-b border-gray-200 text-xs uppercase text-gray-500">
           <tr>
             {head.map((h) => (
-              <th key={h} className="px-2 py-2 font-medium">
-                {h}
+              <th key={h.key} aria-sort={h.sort} className="px-2 py-2 font-medium">
+                {h.content}
               </th>
             ))}
           </tr>
@@ -161,6 +167,10 @@ export function QueryList<T>({
 /** A table column: its heading and each row's cell. */
 export interface Column<T> {
   head: string;
+  /** Shown in the heading instead of `head` (a sort button). */
+  headCell?: ReactNode;
+  /** A sortable column's state, for assistive technology. */
+  sort?: "ascending" | "descending" | "none";
   cell: (item: T) => ReactNode;
   /** Classes added to the cell's padding (tabular-nums, whitespace-nowrap). */
   className?: string;
@@ -181,7 +191,7 @@ export function QueryTable<T>({
   return (
     <QueryList {...list}>
       {(items) => (
-        <Table head={columns.map((c) => c.head)}>
+        <Table head={columns.map((c) => ({ key: c.head, content: c.headCell ?? c.head, sort: c.sort }))}>
           {items.map((item) => (
             <tr key={rowKey(item)}>
               {columns.map((c) => (

@@ -4,6 +4,8 @@ import type { ApiDeps } from "./api/context.ts";
 import { checkHealth } from "./api/health.ts";
 import { createRestHandler, openApiDocument } from "./api/rest.ts";
 import { createTrpcHandler } from "./api/trpc.ts";
+import { createTinkerHandler, tinkerRoute } from "./tinker/handler.ts";
+import type { TinkerModelAliases } from "./tinker/model-names.ts";
 
 export type PageHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -17,8 +19,11 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
  * so they share one process-wide database client and can be tested without a
  * page build; every other path goes to the Next.js page handler.
  */
-export function createRequestListener(deps: ApiDeps & { pages?: PageHandler }): RequestListener {
+export function createRequestListener(
+  deps: ApiDeps & { pages?: PageHandler; tinkerModels?: TinkerModelAliases },
+): RequestListener {
   const rest = createRestHandler(deps);
+  const tinker = createTinkerHandler(deps);
   const trpc = createTrpcHandler(deps);
   const auth = createAuthHandler(deps);
   const fail = (res: ServerResponse) => (error: unknown) => {
@@ -27,6 +32,9 @@ export function createRequestListener(deps: ApiDeps & { pages?: PageHandler }): 
   };
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
+    // The Tinker protocol's routes (snake_case, one segment) share /api/v1/ with our REST routes.
+    const tinkerName = tinkerRoute(url.pathname);
+    if (tinkerName) return void tinker(req, res, tinkerName).catch(fail(res));
     if (url.pathname.startsWith("/api/v1/")) return void rest(req, res).catch(fail(res));
     if (url.pathname.startsWith("/api/trpc/")) return void Promise.resolve(trpc(req, res)).catch(fail(res));
     if (url.pathname.startsWith("/api/auth/")) return void auth(req, res, url.pathname).catch(fail(res));

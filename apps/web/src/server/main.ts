@@ -31,6 +31,7 @@ async function main(): Promise<void> {
       sessionSecret: env.OPENTINKER_SESSION_SECRET,
       secureCookies: env.OPENTINKER_SECURE_COOKIES,
       remoteEnvHosts: env.OPENTINKER_REMOTE_ENV_HOSTS,
+      tinkerModels: env.OPENTINKER_TINKER_MODELS,
       pages: (req, res) => handle(req, res),
     }),
   );

@@ -19,7 +19,7 @@ import type { PolicySession } from "@opentinker/engine";
 import { formatJobCheckpointName } from "@opentinker/protocol";
 import type { EngineHost } from "../engine-host.ts";
 import { errorMessage } from "../tasks/request-task.ts";
-import { applyRetention } from "./retention.ts";
+import { deleteDroppedFiles, retentionOf } from "./retention.ts";
 import { runJob } from "./run-job.ts";
 
 /** Restores the job's latest checkpoint (saving step 0 on a first start); returns its step. */
@@ -77,22 +77,20 @@ export async function runQueuedJob(db: Db, host: EngineHost, workerId: string, j
   if (!job) return;
   host.release(job.adapterId);
   const watch = watchJob(db, host, job);
-  let end: { status: JobStatus; error: string | null } | null = null;
+  let end: { status: JobStatus; error: string | null; retention: string } | null = null;
+  const retention = retentionOf(job.config);
   try {
     const session = await host.session(job.teamId, job.adapterId);
     const startStep = await resumePoint(db, job, session);
     await runJob({ host, job, session, startStep, shouldStop: watch.shouldStop, signal: watch.signal });
     if (host.draining && !watch.cancelled()) await handBack(db, job, session);
-    else end = { status: watch.cancelled() ? "CANCELLED" : "SUCCEEDED", error: null };
+    else end = { status: watch.cancelled() ? "CANCELLED" : "SUCCEEDED", error: null, retention };
   } catch (error) {
-    end = { status: "FAILED", error: errorMessage(error) };
+    end = { status: "FAILED", error: errorMessage(error), retention };
   } finally {
     watch.stop();
     // Drop the in-memory state before the row frees the adapter for other calls.
     host.release(job.adapterId);
   }
-  await endJobRun(db, job, workerId, end);
-  if (!end) return;
-  const retention = (job.config as { retention?: unknown } | null)?.retention;
-  await applyRetention(db, host.store, job, typeof retention === "string" ? retention : "keep-final");
+  await deleteDroppedFiles(host.store, await endJobRun(db, job, workerId, end));
 }

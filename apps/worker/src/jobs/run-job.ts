@@ -5,8 +5,14 @@
 // whose worker died resumes elsewhere from its last checkpoint.
 import { recordJobStep } from "@opentinker/db";
 import { type PolicySession, tokenizerOf, visionDims } from "@opentinker/engine";
-import { formatJobCheckpointName, ZEvalJobConfig, ZRlJobConfig, ZSftJobConfig } from "@opentinker/protocol";
-import { conversationToDatum, evaluate, scoreStep, trainRl, trainSft } from "@opentinker/sdk";
+import {
+  bestMetricOf,
+  formatJobCheckpointName,
+  ZEvalJobConfig,
+  ZRlJobConfig,
+  ZSftJobConfig,
+} from "@opentinker/protocol";
+import { conversationToDatum, evaluate, type RlStep, scoreStep, trainRl, trainSft } from "@opentinker/sdk";
 import type { EngineHost } from "../engine-host.ts";
 import { type DatasetModel, type EnvironmentRow, environmentDataset } from "./datasets.ts";
 import { jobSampler, jobTrainingClient } from "./job-clients.ts";
@@ -15,6 +21,7 @@ import { trajectoryRows } from "./trajectories.ts";
 export interface RunnableJob {
   id: string;
   teamId: string;
+  adapterId: string;
   kind: "RL" | "SFT" | "EVAL";
   config: unknown;
   environment: EnvironmentRow | null;
@@ -51,6 +58,15 @@ function jobDataset(run: JobRun, shape: Parameters<typeof environmentDataset>[1]
   return environmentDataset(environmentOf(run.job), shape, run.host.remoteEnvHosts, model);
 }
 
+/** A step's validation as the adapter's best version sees it: the version it measured and the environment's metric. */
+function validationResult(job: RunnableJob, step: RlStep) {
+  if (!step.validated) return undefined;
+  const metric = bestMetricOf(job.environment?.builtin);
+  const value = step.validated.metrics[metric];
+  if (value === undefined) return undefined;
+  return { adapterId: job.adapterId, version: step.validated.version, metric, value, step: step.step };
+}
+
 async function runRl(run: JobRun): Promise<void> {
   const { host, job, session } = run;
   const config = ZRlJobConfig.parse(job.config);
@@ -81,13 +97,15 @@ async function runRl(run: JobRun): Promise<void> {
               split: "validation",
               batches: 1,
               groupsPerBatch: config.validation.groups,
-              groupSize: 1,
+              groupSize: config.validation.groupSize,
             }),
           },
         }
       : {}),
-    onStep: async ({ step, record, trajectories }) => {
-      await recordJobStep(host.db, job, step, record, trajectoryRows(step, trajectories));
+    onStep: async (result) => {
+      const { step, record, trajectories } = result;
+      const rows = trajectoryRows(step, trajectories);
+      await recordJobStep(host.db, job, step, record, rows, validationResult(job, result));
       if ((step + 1) % config.checkpointEvery === 0 || step + 1 === config.steps)
         await saveProgress(run, step + 1);
     },

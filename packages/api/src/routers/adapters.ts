@@ -1,6 +1,7 @@
 // Adapters: created within the team's quota over a named base model, listed,
 // deleted with their history; their published versions and saved states.
 import {
+  bestInfo,
   createAdapterWithinQuota,
   deleteAdapter,
   getAdapter,
@@ -8,16 +9,19 @@ import {
   listAdapterCheckpoints,
   listAdapters,
   listAdapterVersions,
+  listLatestVersions,
   listRecentSnapshots,
   snapshotInfo,
 } from "@opentinker/db";
 import {
   type AdapterInfo,
+  type BestVersion,
   type CheckpointInfo,
   formatStatePath,
   type SnapshotVersion,
   ZAdapter,
   ZAdapterIdRequest,
+  ZAdapterLatestVersion,
   ZCheckpoint,
   ZCreateAdapterRequest,
   ZRecentSnapshot,
@@ -36,11 +40,17 @@ import { found, router, teamRoute } from "../trpc.ts";
 
 type AdapterRow = NonNullable<Awaited<ReturnType<typeof getAdapter>>>;
 
+const presentBest = (tag: AdapterRow["tags"][number]): BestVersion => {
+  const { markedAt, ...best } = bestInfo(tag);
+  return { ...best, markedAt: iso(markedAt) };
+};
+
 // The row less what the API does not show, its base model by name.
-const present = ({ teamId: _, baseModelId: __, updatedAt: ___, ...a }: AdapterRow): AdapterInfo => ({
+const present = ({ teamId: _, baseModelId: __, updatedAt: ___, tags, ...a }: AdapterRow): AdapterInfo => ({
   ...a,
   baseModel: a.baseModel.name,
   createdAt: iso(a.createdAt),
+  best: tags[0] ? presentBest(tags[0]) : null,
 });
 
 type SnapshotRow = {
@@ -50,6 +60,7 @@ type SnapshotRow = {
   jobId: string | null;
   createdAt: Date;
   supersededAt: Date | null;
+  tags: { name: string }[];
 };
 
 const presentSnapshot = (s: SnapshotRow): SnapshotVersion => ({
@@ -59,6 +70,7 @@ const presentSnapshot = (s: SnapshotRow): SnapshotVersion => ({
   jobId: s.jobId,
   createdAt: iso(s.createdAt),
   supersededAt: isoOrNull(s.supersededAt),
+  tags: s.tags.map((t) => t.name),
 });
 
 type Checkpoints = NonNullable<Awaited<ReturnType<typeof listAdapterCheckpoints>>>;
@@ -105,6 +117,19 @@ export const adaptersRouter = router({
         ...presentSnapshot(s),
         adapterId: s.adapterId,
         adapterName: s.adapter.name,
+      })),
+    ),
+
+  latestVersions: adapterRoute("GET", "/v1/snapshots/latest")
+    .input(ZRecentSnapshotsRequest)
+    .output(z.array(ZAdapterLatestVersion))
+    .query(async ({ ctx, input }) =>
+      (await listLatestVersions(ctx.db, ctx.caller.teamId, input.limit)).map((entry) => ({
+        adapterId: entry.adapterId,
+        adapterName: entry.adapterName,
+        versions: entry.versions,
+        lastPublishedAt: iso(entry.lastPublishedAt),
+        latest: presentSnapshot(entry.latest),
       })),
     ),
 

@@ -1,14 +1,25 @@
 // Server-side jobs: created with their config (validated per kind), run by a
 // worker, followed through their metrics and stored trajectories.
-import { cancelJob, enqueueJob, getJob, listJobMetrics, listJobs, listJobTrajectories } from "@opentinker/db";
+import {
+  cancelJob,
+  enqueueJob,
+  getJob,
+  listJobMetrics,
+  listJobPage,
+  listJobs,
+  listJobTrajectories,
+} from "@opentinker/db";
 import {
   type JobInfo,
+  type JobListItem,
   jobSize,
   ZJob,
   ZJobIdRequest,
   ZJobInput,
+  ZJobListRequest,
   ZJobMetric,
   ZJobMetricsRequest,
+  ZJobPage,
   ZJobRequest,
   ZJobTrajectoriesRequest,
   ZTrajectory,
@@ -24,6 +35,7 @@ type JobRow = NonNullable<Awaited<ReturnType<typeof getJob>>>;
 function present(job: JobRow): JobInfo {
   return {
     id: job.id,
+    name: job.name,
     adapterId: job.adapterId,
     environmentId: job.environmentId,
     kind: job.kind,
@@ -37,6 +49,15 @@ function present(job: JobRow): JobInfo {
     finishedAt: isoOrNull(job.finishedAt),
   };
 }
+
+type ListedJob = Awaited<ReturnType<typeof listJobPage>>["jobs"][number];
+
+const presentListed = (job: ListedJob): JobListItem => ({
+  ...present(job),
+  adapterName: job.adapter.name,
+  environmentName: job.environment?.name ?? null,
+  metric: job.metric,
+});
 
 type Trajectories = NonNullable<Awaited<ReturnType<typeof listJobTrajectories>>>;
 
@@ -71,6 +92,7 @@ export const jobsRouter = router({
     .mutation(async ({ ctx, input: request }) => {
       const input = ZJobInput.parse(request);
       const job = await enqueueJob(ctx.db, ctx.caller.teamId, {
+        ...(input.name ? { name: input.name } : {}),
         adapterId: input.adapterId,
         kind: input.kind,
         config: input.config as object,
@@ -91,6 +113,15 @@ export const jobsRouter = router({
     get: getJob,
     present,
   }),
+
+  // Its own path: under /v1/jobs/ it would read as a job's id.
+  page: jobRoute("GET", "/v1/job-list")
+    .input(ZJobListRequest)
+    .output(ZJobPage)
+    .query(async ({ ctx, input }) => {
+      const { total, jobs } = await listJobPage(ctx.db, ctx.caller.teamId, input);
+      return { total, page: input.page, pageSize: input.pageSize, jobs: jobs.map(presentListed) };
+    }),
 
   cancel: jobRoute("POST", "/v1/jobs/{jobId}/cancel")
     .input(ZJobIdRequest)

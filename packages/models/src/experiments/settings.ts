@@ -9,6 +9,7 @@ import {
   shapesDataset,
   type TaskDatasetOptions,
 } from "@opentinker/envs";
+import { RL_PRESETS, type RlPreset } from "@opentinker/protocol";
 import type { RendererTokenizer, RlDataset } from "@opentinker/sdk";
 import { arithmeticCorpus } from "../corpus/arithmetic.ts";
 import type { Example } from "../corpus/index.ts";
@@ -62,7 +63,10 @@ type Groups = Pick<TaskDatasetOptions, "groupsPerBatch" | "groupSize">;
 
 /** An environment's dataset for either split, each with its own groups. */
 const bySplit =
-  (make: (o: TaskDatasetOptions) => RlDataset, train: Groups, validation: Groups): SplitDataset =>
+  (
+    make: (o: TaskDatasetOptions) => RlDataset,
+    { train, validation }: { train: Groups; validation: Groups },
+  ): SplitDataset =>
   (ctx, split, batches) =>
     make({
       tokenizer: ctx.tokenizer,
@@ -72,37 +76,41 @@ const bySplit =
       ...(split === "train" ? train : validation),
     });
 
-// Validation: 128 held-out problems once each, so ±20 points is well past the noise.
-const arith = bySplit(
-  arithmeticDataset,
-  { groupsPerBatch: 16, groupSize: 8 },
-  { groupsPerBatch: 128, groupSize: 1 },
-);
-// Validation: 128 games in the held-out range.
-const guess = bySplit(
-  guessNumberDataset,
-  { groupsPerBatch: 8, groupSize: 8 },
-  { groupsPerBatch: 64, groupSize: 2 },
-);
-// Validation: 128 episodes over 64 pictures, a steadier figure than 32 (validation is cheap here).
-const shapes = bySplit(
-  shapesDataset,
-  { groupsPerBatch: 4, groupSize: 8 },
-  { groupsPerBatch: 64, groupSize: 2 },
-);
+/** A preset's training and validation groups, as the datasets take them. */
+const groupsOf = ({ config }: RlPreset): { train: Groups; validation: Groups } => ({
+  train: { groupsPerBatch: config.groupsPerStep, groupSize: config.groupSize },
+  validation: { groupsPerBatch: config.validation.groups, groupSize: config.validation.groupSize },
+});
 
-/** LoRA r=16 GRPO (ppo): `ctx.steps` batches of the training split, validated on one batch of the held-out split. */
-const loraRl = (name: string, description: string, dataset: SplitDataset): Setting => ({
+// The numbers (groups, validation, loss, learning rate, metric) are the
+// environments' presets, which server-side jobs start from too.
+// Arithmetic validation: 128 held-out problems once each, so ±20 points is well past the noise.
+const arith = bySplit(arithmeticDataset, groupsOf(RL_PRESETS.arithmetic));
+// Guess-number validation: 128 games in the held-out range.
+const guess = bySplit(guessNumberDataset, groupsOf(RL_PRESETS["guess-number"]));
+// Shapes validation: 128 episodes over 64 pictures, a steadier figure than 32 (validation is cheap here).
+const shapes = bySplit(shapesDataset, groupsOf(RL_PRESETS.shapes));
+
+/** LoRA r=16 GRPO: `ctx.steps` batches of the training split, validated on one batch of the held-out split. */
+const loraRl = (name: string, description: string, dataset: SplitDataset, preset: RlPreset): Setting => ({
   name,
   description,
   train: (ctx) => dataset(ctx, "train", ctx.steps),
   validation: (ctx) => dataset(ctx, "validation", 1),
-  lossFn: "ppo",
-  learningRate: 1e-3,
+  lossFn: preset.config.lossFn,
+  learningRate: preset.config.adam.learningRate,
+  metric: preset.metric,
 });
 
+const nim = RL_PRESETS.nim;
 const nimAgainst = (ctx: SettingContext, opponent: "random" | "optimal") =>
-  nimEvaluationDataset({ seed: ctx.seed + 1, batches: 1, groupsPerBatch: 16, games: 8, opponent });
+  nimEvaluationDataset({
+    seed: ctx.seed + 1,
+    batches: 1,
+    groupsPerBatch: nim.config.validation.groups,
+    games: nim.config.validation.groupSize,
+    opponent,
+  });
 
 /** Correct answers to training-split problems, rendered by the environment itself. */
 const arithmeticSft: SftPhase = {
@@ -117,7 +125,12 @@ const arithmeticSft: SftPhase = {
   learningRate: 5e-4,
 };
 
-const arithmeticLoraRl = loraRl("arithmetic-lora-rl", "single-turn text, LoRA r=16, GRPO (ppo)", arith);
+const arithmeticLoraRl = loraRl(
+  "arithmetic-lora-rl",
+  "single-turn text, LoRA r=16, GRPO (ppo)",
+  arith,
+  RL_PRESETS.arithmetic,
+);
 
 export const SETTINGS: Record<string, Setting> = {
   "arithmetic-lora-rl": arithmeticLoraRl,
@@ -129,24 +142,37 @@ export const SETTINGS: Record<string, Setting> = {
     policy: "full",
     sft: arithmeticSft,
   },
-  "guess-number-lora-rl": {
-    ...loraRl("guess-number-lora-rl", "multi-turn text, LoRA r=16, GRPO (ppo)", guess),
-    // Success (the secret found within the turns), like every other setting's
-    // figure; the mean reward, which also pays for speed, is in the summary too.
-    metric: "env/found",
-  },
+  // Its metric is success (the secret found within the turns), like every other
+  // setting's figure; the mean reward, which also pays for speed, is in the summary too.
+  "guess-number-lora-rl": loraRl(
+    "guess-number-lora-rl",
+    "multi-turn text, LoRA r=16, GRPO (ppo)",
+    guess,
+    RL_PRESETS["guess-number"],
+  ),
   "nim-selfplay-lora-rl": {
     name: "nim-selfplay-lora-rl",
     description: "two-agent self-play, LoRA r=16; validation: games won against the random player",
-    train: (ctx) => nimSelfPlayDataset({ seed: ctx.seed, batches: ctx.steps, groupsPerBatch: 8, games: 4 }),
+    train: (ctx) =>
+      nimSelfPlayDataset({
+        seed: ctx.seed,
+        batches: ctx.steps,
+        groupsPerBatch: nim.config.groupsPerStep,
+        games: nim.config.groupSize,
+      }),
     validation: (ctx) => nimAgainst(ctx, "random"),
-    lossFn: "ppo",
-    learningRate: 1e-3,
-    metric: "env/game/won",
+    lossFn: nim.config.lossFn,
+    learningRate: nim.config.adam.learningRate,
+    metric: nim.metric,
     evaluations: { "vs-optimal": (ctx) => nimAgainst(ctx, "optimal") },
   },
   "shapes-lora-rl": {
-    ...loraRl("shapes-lora-rl", "single-turn image + text, LoRA r=16 (vision frozen), GRPO (ppo)", shapes),
+    ...loraRl(
+      "shapes-lora-rl",
+      "single-turn image + text, LoRA r=16 (vision frozen), GRPO (ppo)",
+      shapes,
+      RL_PRESETS.shapes,
+    ),
     model: DEFAULT_VL_MODEL,
   },
 };

@@ -121,6 +121,9 @@ export async function trainSetting(
     validation: {
       dataset: s.validation(ctx),
       every: o.validateEvery ?? Math.max(1, Math.floor(o.steps / 4)),
+      // The runner evaluates the start (before any SFT) and the end itself, with its further evaluations.
+      baseline: false,
+      final: false,
     },
     sink: o.sink,
     seed: o.seed,

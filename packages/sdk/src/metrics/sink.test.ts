@@ -29,21 +29,45 @@ describe("metric sinks", () => {
     }
   });
 
-  it("the console shows a progress bar with the latest metrics when the run's length is known, else a line per step", () => {
-    const capture = () => {
-      const stream = new PassThrough();
-      let text = "";
-      stream.on("data", (chunk: Buffer) => {
-        text += chunk.toString();
-      });
-      return { stream, text: () => text };
-    };
-    const barOut = capture();
-    const bar = new ConsoleSink({ keys: ["reward/mean"], total: 2, stream: barOut.stream });
+  const capture = (isTTY: boolean) => {
+    const stream = Object.assign(new PassThrough(), { isTTY });
+    let text = "";
+    stream.on("data", (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    return { stream, text: () => text };
+  };
+
+  it("on a terminal the console redraws a progress bar with the latest metrics when the run's length is known", () => {
+    const out = capture(true);
+    const bar = new ConsoleSink({ keys: ["reward/mean"], total: 2, stream: out.stream });
     bar.write({ step: 0, "reward/mean": 0.25 });
     bar.write({ step: 1, "reward/mean": 0.5 });
-    expect(barOut.text()).toContain("2/2 steps | reward/mean 0.5000");
-    const lineOut = capture();
+    expect(out.text()).toContain("2/2 steps | reward/mean 0.5000");
+  });
+
+  it("in a pipe the console never redraws: a plain line per N steps and one for the last, even with a total", () => {
+    const out = capture(false);
+    const sink = new ConsoleSink({ keys: ["reward/mean"], total: 10, every: 4, stream: out.stream });
+    for (let step = 0; step < 10; step++) sink.write({ step, "reward/mean": step / 10 });
+    expect(out.text()).toBe(
+      [
+        "4/10 steps  reward/mean 0.3000",
+        "8/10 steps  reward/mean 0.7000",
+        "10/10 steps  reward/mean 0.9000",
+        "",
+      ].join("\n"),
+    );
+    expect(out.text()).not.toContain("\r");
+    expect(out.text()).not.toContain("\u001b");
+  });
+
+  it("in a pipe a long run prints about 50 lines by default, and a run of unknown length a line per step", () => {
+    const long = capture(false);
+    const sink = new ConsoleSink({ keys: ["reward/mean"], total: 1000, stream: long.stream });
+    for (let step = 0; step < 1000; step++) sink.write({ step, "reward/mean": 1 });
+    expect(long.text().trim().split("\n")).toHaveLength(50);
+    const lineOut = capture(false);
     new ConsoleSink({ keys: ["reward/mean"], stream: lineOut.stream }).write({ step: 3, "reward/mean": 1 });
     expect(lineOut.text()).toBe("step 3  reward/mean 1.0000\n");
   });

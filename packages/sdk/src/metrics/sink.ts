@@ -25,29 +25,45 @@ export class JsonlSink implements MetricsSink {
 export interface ConsoleSinkOptions {
   /** Metrics to show, in order. */
   keys?: string[];
-  /** Steps in the run: with it, a progress bar; without, one line per step. */
+  /** Steps in the run: with it, a progress bar on a terminal, and "N/total steps" lines elsewhere. */
   total?: number;
-  stream?: NodeJS.WritableStream;
+  /**
+   * Off a terminal, one line per this many steps (and one for the last).
+   * Default: every step, or about 50 lines over a run whose total is known.
+   */
+  every?: number;
+  stream?: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
-/** Progress on stderr: a bar with the latest metrics, or a line per step. */
+/** Lines a run of known length prints off a terminal, about. */
+const PIPED_LINES = 50;
+
+/**
+ * Progress on stderr: on a terminal, a bar with the latest metrics when the
+ * run's length is known; in a pipe or a file, plain lines (a redrawn bar would
+ * fill a log with carriage returns).
+ */
 export class ConsoleSink implements MetricsSink {
   private readonly keys: string[];
   private readonly bar: SingleBar | null;
   private readonly stream: NodeJS.WritableStream;
+  private readonly total: number | undefined;
+  private readonly every: number;
 
   constructor(options: ConsoleSinkOptions = {}) {
     this.keys = options.keys ?? ["reward/mean", "loss/sum", "val/reward/mean"];
-    this.stream = options.stream ?? process.stderr;
-    this.bar = options.total
-      ? new SingleBar({
-          format: "[{bar}] {value}/{total} steps | {metrics}",
-          stream: this.stream,
-          noTTYOutput: true,
-          notTTYSchedule: 0,
-        })
-      : null;
-    this.bar?.start(options.total ?? 0, 0, { metrics: "" });
+    const stream = options.stream ?? process.stderr;
+    this.stream = stream;
+    this.total = options.total;
+    this.every = Math.max(
+      1,
+      Math.floor(options.every ?? (this.total ? Math.ceil(this.total / PIPED_LINES) : 1)),
+    );
+    this.bar =
+      this.total && stream.isTTY === true
+        ? new SingleBar({ format: "[{bar}] {value}/{total} steps | {metrics}", stream })
+        : null;
+    this.bar?.start(this.total ?? 0, 0, { metrics: "" });
   }
 
   private summary(record: MetricsRecord): string {
@@ -58,12 +74,16 @@ export class ConsoleSink implements MetricsSink {
   }
 
   write(record: MetricsRecord): void {
-    if (!this.bar) {
-      this.stream.write(`step ${record.step}  ${this.summary(record)}\n`);
+    const done = record.step + 1;
+    if (this.bar) {
+      this.bar.update(done, { metrics: this.summary(record) });
+      if (done >= this.bar.getTotal()) this.bar.stop();
       return;
     }
-    this.bar.update(record.step + 1, { metrics: this.summary(record) });
-    if (record.step + 1 >= this.bar.getTotal()) this.bar.stop();
+    const last = this.total !== undefined && done >= this.total;
+    if (done % this.every !== 0 && !last) return;
+    const position = this.total ? `${done}/${this.total} steps` : `step ${record.step}`;
+    this.stream.write(`${position}  ${this.summary(record)}\n`);
   }
 }
 

@@ -2,6 +2,7 @@
 // tokens through the model's chat template, the stop sequences that end an
 // assistant turn, and the action text parsed out of generated tokens.
 import { type ModelInput, modelInputFromTokens } from "@opentinker/protocol";
+import { chatPromptTokens } from "@opentinker/tokenizer";
 import type { StopCondition } from "../env/types.ts";
 import type { ChatMessage, ChatTokenizer } from "../sft/render.ts";
 
@@ -33,8 +34,7 @@ export class ChatRenderer {
 
   /** The conversation so far, ending with the prompt for the assistant's next turn. */
   prompt(messages: ChatMessage[]): ModelInput {
-    const text = this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true });
-    return modelInputFromTokens(this.tokenizer.encode(text, { addSpecialTokens: false }));
+    return modelInputFromTokens(chatPromptTokens(this.tokenizer, messages));
   }
 
   /** Generation ends at the end-of-turn token (by id, so it cannot be split). */

@@ -287,6 +287,31 @@ describe("the RL loop", () => {
     expect(tc.policy.tensors.map((t) => Array.from(t.value))).toEqual(before);
   });
 
+  it("validates before the first step (as step 0), every N steps and after the last, each with the version it measured", async () => {
+    const tc = await service.createLoraTrainingClient({ baseModel: "tiny", rank: 2, seed: 8 });
+    const seen: { step: number; version: number; policyVersion: number | undefined }[] = [];
+    const records = await trainRl({
+      trainingClient: tc,
+      dataset: dataset(5, 1, () => new ThresholdEnv(), 4),
+      lossFn: "importance_sampling",
+      advantages: { dropConstantGroups: false },
+      validation: { dataset: dataset(1, 2, () => new ThresholdEnv(), 1), every: 2 },
+      seed: 4,
+      onStep: async ({ step, validated, record }) => {
+        if (validated)
+          seen.push({ step, version: validated.version, policyVersion: record["policy/version"] });
+      },
+    });
+    expect(seen.map((s) => s.step)).toEqual([0, 1, 3, 4]);
+    // The baseline measured the untrained first version; the others, the version the step published.
+    expect(seen[0]?.version).toBe(1);
+    expect(seen[0]?.policyVersion).toBe(2);
+    for (const s of seen.slice(1)) expect(s.version).toBe(s.policyVersion);
+    expect(records.filter((r) => r["val/reward/mean"] !== undefined).map((r) => r.step)).toEqual([
+      0, 1, 3, 4,
+    ]);
+  });
+
   it("an environment that throws or returns NaN fails its own trajectory; the rest of the batch trains", async () => {
     const tc = await service.createLoraTrainingClient({ baseModel: "tiny", rank: 2, seed: 6 });
     let n = 0;

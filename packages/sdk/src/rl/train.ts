@@ -30,6 +30,8 @@ export interface RlStep {
   record: MetricsRecord;
   /** Every trajectory of the step with the datums it was trained on (what a server stores). */
   trajectories: StepTrajectory[];
+  /** The validation recorded with this step, if any, and the snapshot version it measured. */
+  validated?: { version: number; metrics: MetricsRecord };
 }
 
 export interface TrainRlConfig {
@@ -42,7 +44,12 @@ export interface TrainRlConfig {
   advantages?: AdvantageOptions;
   datums?: DatumOptions;
   staleness?: StalenessPolicy;
-  validation?: { dataset: RlDataset; every: number };
+  /**
+   * Validation with no training: before the first step (recorded with step 0,
+   * unless `baseline` is false or the run resumes later), after every `every`
+   * steps, and after the last step (unless `final` is false), each once.
+   */
+  validation?: { dataset: RlDataset; every: number; baseline?: boolean; final?: boolean };
   sink?: MetricsSink;
   maxTurns?: number;
   /** Seeds every rollout window (the run is then reproducible). */
@@ -161,12 +168,30 @@ export async function trainOnGroups(
   return { record, trained: true, trajectories };
 }
 
+/**
+ * Whether step `step` (numbered from 0) ends with a validation: after every
+ * `every` steps and after the last; step 0's is the baseline instead when there is one.
+ */
+function validatesAfter(validation: NonNullable<TrainRlConfig["validation"]>, step: number, last: number) {
+  if (step === 0 && validation.baseline !== false) return false;
+  return (step + 1) % validation.every === 0 || (step === last && validation.final !== false);
+}
+
 /** Trains through the whole dataset; returns every step's metrics. */
 export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
   const tc = config.trainingClient;
   const history: MetricsRecord[] = [];
   let sampler = await publish(tc);
-  for (let step = config.startStep ?? 0; step < config.dataset.batches; step++) {
+  const startStep = config.startStep ?? 0;
+  const last = config.dataset.batches - 1;
+  // Before any training: the baseline every later validation is compared with.
+  let baseline: RlStep["validated"];
+  if (config.validation && config.validation.baseline !== false && startStep === 0 && last >= 0) {
+    const { metrics } = await evaluate(sampler, config.validation.dataset, config);
+    if (config.signal?.aborted) return history;
+    baseline = { version: sampler.version, metrics };
+  }
+  for (let step = startStep; step < config.dataset.batches; step++) {
     if (await config.shouldStop?.()) break;
     // The whole window uses one snapshot version (C4).
     const groups = await rolloutGroups(config.dataset.batch(step), sampler.client, {
@@ -192,12 +217,15 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
       await (await tc.saveState(`rl-step-${step + 1}`)).result();
       record["checkpoint/saved"] = 1;
     }
-    if (config.validation && (step + 1) % config.validation.every === 0) {
-      const validation = await evaluate(sampler, config.validation.dataset, config);
+    let validated: RlStep["validated"];
+    if (step === 0 && baseline) validated = baseline;
+    else if (config.validation && validatesAfter(config.validation, step, last)) {
+      const { metrics } = await evaluate(sampler, config.validation.dataset, config);
       // The step itself was trained; an interrupted validation is left out rather than recorded half done.
-      if (!config.signal?.aborted) Object.assign(record, validation.metrics, { step });
+      if (!config.signal?.aborted) validated = { version: sampler.version, metrics };
     }
-    await config.onStep?.({ step, groups, record, trajectories });
+    if (validated) Object.assign(record, validated.metrics, { step });
+    await config.onStep?.({ step, groups, record, trajectories, ...(validated ? { validated } : {}) });
     config.sink?.write(record);
     history.push(record);
   }

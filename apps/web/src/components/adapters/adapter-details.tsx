@@ -11,6 +11,7 @@ import { ConfirmButton } from "../shared/confirm-button.tsx";
 import { Page } from "../shared/page.tsx";
 import { Card, ErrorState, Loading, StatusBadge, timeAgo } from "../ui.tsx";
 import { KIND_LABEL } from "./adapter-list.tsx";
+import { BestVersionText } from "./best-version.tsx";
 import { CheckpointList } from "./checkpoint-list.tsx";
 import { VersionTimeline } from "./version-timeline.tsx";
 
@@ -75,6 +76,10 @@ function Settings({ adapter: a }: { adapter: Adapter }) {
       : []),
     ["Seed", a.seed],
     ["Step", a.step],
+    [
+      "Best version",
+      a.best ? <BestVersionText key="best" best={a.best} /> : "none yet (no job has validated it)",
+    ],
     ["Created", timeAgo(a.createdAt)],
     [
       "ID",

@@ -5,6 +5,7 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
 import { QueryList, timeAgo } from "../ui.tsx";
+import { BestBadge } from "./best-version.tsx";
 import { DownloadFiles } from "./download-files.tsx";
 
 /** A version no surviving training state produced (its job resumed from an earlier checkpoint). */
@@ -43,6 +44,7 @@ export function VersionTimeline({ adapterId, kind }: { adapterId: string; kind: 
               <div className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
                 <span className="font-semibold tabular-nums">v{v.version}</span>
                 {v.supersededAt ? <SupersededBadge /> : null}
+                {v.tags.includes("best") ? <BestBadge /> : null}
                 <span className="text-sm text-gray-600 tabular-nums">trainer step {v.trainerStep}</span>
                 <time dateTime={v.createdAt} className="text-sm text-gray-500">
                   {timeAgo(v.createdAt)}

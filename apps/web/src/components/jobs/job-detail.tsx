@@ -6,10 +6,12 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { type Connection, useJobMetrics } from "../../lib/realtime.ts";
 import { useTRPC } from "../../lib/trpc.ts";
+import { JobBestVersion } from "../adapters/best-version.tsx";
 import { ConfirmButton } from "../shared/confirm-button.tsx";
 import { Page } from "../shared/page.tsx";
 import { ButtonLink, Card, ErrorState, Loading, Stat, StatusBadge, timeAgo } from "../ui.tsx";
 import { isActive, type Job, useAdapterNames } from "./api.ts";
+import { compareHref } from "./compare.ts";
 import { JobCharts, LatestMetrics } from "./metric-charts.tsx";
 import { formatNumber, latestValue, type MetricRow } from "./metric-table.ts";
 import { type LiveState, latestStep, liveState, stepsDone, totalSteps } from "./steps.ts";
@@ -71,7 +73,12 @@ export function JobDetail({ jobId }: { jobId: string }) {
   const data = job.data;
   return (
     <Page
-      title={`${data.kind} job ${data.id}`}
+      title={data.name}
+      description={
+        <>
+          {data.kind} job <span className="font-mono text-xs break-all">{data.id}</span>
+        </>
+      }
       className="space-y-6"
       wrapTitle
       actions={
@@ -88,7 +95,12 @@ export function JobDetail({ jobId }: { jobId: string }) {
           <h2 id="metrics-heading" className="text-lg font-medium">
             Metrics
           </h2>
-          <LiveIndicator connection={connection} jobActive={isActive(data.status)} />
+          <div className="flex flex-wrap items-center gap-4">
+            <LiveIndicator connection={connection} jobActive={isActive(data.status)} />
+            <ButtonLink href={compareHref([data.id])} variant="secondary">
+              Compare with…
+            </ButtonLink>
+          </div>
         </div>
         <JobCharts rows={rows} />
         <LatestMetrics rows={rows} />
@@ -136,6 +148,9 @@ function JobSummary({ job, rows }: { job: Job; rows: readonly MetricRow[] }) {
           <span data-testid="policy-version" className="tabular-nums">
             {policyVersion === undefined ? "—" : formatNumber(policyVersion)}
           </span>
+        </Stat>
+        <Stat label="Best version">
+          <JobBestVersion adapterId={job.adapterId} jobId={job.id} active={isActive(job.status)} />
         </Stat>
         <Stat label="Created">{timeAgo(job.createdAt)}</Stat>
         <Stat label={job.finishedAt ? "Finished" : "Started"}>

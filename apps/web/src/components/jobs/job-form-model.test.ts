@@ -1,6 +1,11 @@
-import { ZJobRequest } from "@opentinker/protocol";
+import { BUILTIN_ENVIRONMENTS, RL_PRESETS, ZJobRequest, ZRlJobConfig } from "@opentinker/protocol";
 import { describe, expect, it } from "vitest";
-import { INITIAL_VALUES, type JobFormValues, validateJobForm } from "./job-form-model.ts";
+import {
+  INITIAL_VALUES,
+  type JobFormValues,
+  validateJobForm,
+  withEnvironmentPreset,
+} from "./job-form-model.ts";
 
 const rl = (patch: Partial<JobFormValues>): JobFormValues => ({
   ...INITIAL_VALUES,
@@ -29,6 +34,28 @@ describe("new-job form", () => {
       dropConstantGroups: false,
       validation: { every: 5, groups: 2 },
     });
+  });
+
+  it("choosing a built-in environment makes its preset the form's defaults, submitted as the preset", () => {
+    for (const env of BUILTIN_ENVIRONMENTS) {
+      const verdict = validateJobForm(withEnvironmentPreset(rl({ steps: "" }), env));
+      expect(verdict.ok).toBe(true);
+      if (!verdict.ok) return;
+      // The same config as the preset itself parsed, field for field.
+      expect(verdict.request.config).toEqual(ZRlJobConfig.parse(RL_PRESETS[env].config));
+    }
+  });
+
+  it("a preset's fields stay editable, and an environment without a preset leaves the form as it was", () => {
+    const shapes = withEnvironmentPreset(rl({}), "shapes");
+    const verdict = validateJobForm({ ...shapes, steps: "30" });
+    expect(verdict.ok && verdict.request.config).toMatchObject({
+      steps: 30,
+      groupsPerStep: RL_PRESETS.shapes.config.groupsPerStep,
+      validation: RL_PRESETS.shapes.config.validation,
+    });
+    const before = rl({ groupSize: "3" });
+    expect(withEnvironmentPreset(before, null)).toEqual(before);
   });
 
   it("steps has no default, so a blank one is required", () => {
@@ -71,5 +98,13 @@ describe("new-job form", () => {
       evalGroups: "0",
     });
     expect(errors.evalGroups).toBe("Must be at least 1");
+  });
+
+  it("a name is sent trimmed; a blank one is left out for the server's default; a long one is refused", () => {
+    const named = validateJobForm(rl({ name: "  baseline run " }));
+    expect(named.ok && named.request.name).toBe("baseline run");
+    const blank = validateJobForm(rl({ name: "   " }));
+    expect(blank.ok && "name" in blank.request).toBe(false);
+    expect(errorsOf(rl({ name: "x".repeat(129) })).name).toBe("At most 128 characters");
   });
 });

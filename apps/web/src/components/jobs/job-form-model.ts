@@ -2,13 +2,15 @@
 // become a job request, and the protocol's verdict on it, per field. The zod
 // schemas are the server's own (@opentinker/protocol), so whatever passes here
 // passes there.
-import { ZEvalJobConfig, ZRlJobConfig, ZSftJobConfig } from "@opentinker/protocol";
+import { rlPresetOf, ZEvalJobConfig, ZJobName, ZRlJobConfig, ZSftJobConfig } from "@opentinker/protocol";
 import type { z } from "zod";
 
 export type JobKind = "RL" | "SFT" | "EVAL";
 
 export interface JobFormValues {
   kind: JobKind;
+  /** Blank: the server names the job after its environment and adapter. */
+  name: string;
   adapterId: string;
   environmentId: string;
   // RL
@@ -19,6 +21,7 @@ export interface JobFormValues {
   checkpointEvery: string;
   validationEvery: string;
   validationGroups: string;
+  validationGroupSize: string;
   dropConstantGroups: boolean;
   scaleByStd: boolean;
   // RL and SFT
@@ -51,6 +54,7 @@ const EXAMPLE_CONVERSATIONS = [
 /** The schemas' defaults, so the form starts out valid except for what has none. */
 export const INITIAL_VALUES: JobFormValues = {
   kind: "RL",
+  name: "",
   adapterId: "",
   environmentId: "",
   steps: "",
@@ -60,6 +64,7 @@ export const INITIAL_VALUES: JobFormValues = {
   checkpointEvery: "1",
   validationEvery: "",
   validationGroups: "",
+  validationGroupSize: "",
   dropConstantGroups: true,
   scaleByStd: false,
   learningRate: "0.0001",
@@ -75,8 +80,31 @@ export const INITIAL_VALUES: JobFormValues = {
 
 export const needsEnvironment = (kind: JobKind) => kind !== "SFT";
 
+/**
+ * The RL fields as the built-in environment's preset sets them (the settings
+ * docs/results.md shows learning), the rest as they were; unchanged for an
+ * environment without one (a remote environment).
+ */
+export function withEnvironmentPreset(values: JobFormValues, builtin: string | null): JobFormValues {
+  const preset = rlPresetOf(builtin)?.config;
+  if (!preset) return values;
+  return {
+    ...values,
+    steps: String(preset.steps),
+    groupsPerStep: String(preset.groupsPerStep),
+    groupSize: String(preset.groupSize),
+    lossFn: preset.lossFn,
+    learningRate: String(preset.adam.learningRate),
+    temperature: preset.sampling.temperature === undefined ? "" : String(preset.sampling.temperature),
+    validationEvery: String(preset.validation.every),
+    validationGroups: String(preset.validation.groups),
+    validationGroupSize: String(preset.validation.groupSize),
+  };
+}
+
 export interface JobRequest {
   kind: JobKind;
+  name?: string;
   adapterId: string;
   environmentId?: string;
   config: Record<string, unknown>;
@@ -102,6 +130,8 @@ export function validateJobForm(values: JobFormValues): Verdict {
   };
 
   if (!values.adapterId) errors.adapterId = "Choose an adapter";
+  const name = values.name.trim() === "" ? undefined : ZJobName.safeParse(values.name);
+  if (name && !name.success && name.error.issues[0]) errors.name = describeIssue(name.error.issues[0], false);
   if (needsEnvironment(values.kind) && !values.environmentId) errors.environmentId = "Choose an environment";
 
   const { schema, config, fields } = configOf(values, number, errors);
@@ -117,6 +147,7 @@ export function validateJobForm(values: JobFormValues): Verdict {
     ok: true,
     request: {
       kind: values.kind,
+      ...(name?.success ? { name: name.data } : {}),
       adapterId: values.adapterId,
       ...(needsEnvironment(values.kind) ? { environmentId: values.environmentId } : {}),
       config: parsed.data as Record<string, unknown>,
@@ -140,10 +171,11 @@ function configOf(
   if (values.kind === "RL") {
     const every = number("validationEvery");
     const groups = number("validationGroups");
+    const groupSize = number("validationGroupSize");
     const validation =
       values.validationEvery.trim() === "" && values.validationGroups.trim() === ""
         ? undefined
-        : { every, groups };
+        : { every, groups, ...(groupSize === undefined ? {} : { groupSize }) };
     return {
       schema: ZRlJobConfig,
       config: {
@@ -172,6 +204,7 @@ function configOf(
         validation: "validationEvery",
         "validation.every": "validationEvery",
         "validation.groups": "validationGroups",
+        "validation.groupSize": "validationGroupSize",
         retention: "retention",
       },
     };
@@ -237,6 +270,7 @@ function describeIssue(issue: z.core.$ZodIssue, withPath: boolean): string {
       if (issue.origin === "array") return `${where}Needs at least ${issue.minimum} item(s)`;
       return `${where}Must be ${issue.inclusive ? "at least" : "more than"} ${issue.minimum}`;
     case "too_big":
+      if (issue.origin === "string") return `${where}At most ${issue.maximum} characters`;
       return `${where}Must be ${issue.inclusive ? "at most" : "less than"} ${issue.maximum}`;
     case "invalid_value":
       return `${where}Must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;

@@ -1,4 +1,5 @@
 "use client";
+import { defaultJobName, rlPresetOf } from "@opentinker/protocol";
 // Creating a job: the kind, its adapter and environment, and the config of that
 // kind. Checked with the protocol's schemas before anything is sent; after a
 // first attempt the errors follow the typing.
@@ -17,6 +18,7 @@ import {
   type JobKind,
   needsEnvironment,
   validateJobForm,
+  withEnvironmentPreset,
 } from "./job-form-model.ts";
 
 // Option texts are part of the Kind label's text, so they avoid the other fields' names.
@@ -50,13 +52,24 @@ export function JobForm() {
   const [errors, setErrors] = useState<FieldErrors>({});
   const [attempted, setAttempted] = useState(false);
 
-  function set<K extends FieldName>(field: K, value: JobFormValues[K]) {
-    const next = { ...values, [field]: value };
+  function update(next: JobFormValues) {
     setValues(next);
     if (attempted) {
       const verdict = validateJobForm(next);
       setErrors(verdict.ok ? {} : verdict.errors);
     }
+  }
+
+  function set<K extends FieldName>(field: K, value: JobFormValues[K]) {
+    update({ ...values, [field]: value });
+  }
+
+  const builtinOf = (environmentId: string) =>
+    environments.data?.find((env) => env.id === environmentId)?.builtin ?? null;
+
+  /** Choosing a built-in environment fills the RL fields with its preset (they stay editable). */
+  function chooseEnvironment(environmentId: string) {
+    update(withEnvironmentPreset({ ...values, environmentId }, builtinOf(environmentId)));
   }
 
   function submit(event: FormEvent<HTMLFormElement>) {
@@ -74,7 +87,8 @@ export function JobForm() {
     setErrors({});
     create.mutate(verdict.request, {
       onSuccess: async (job) => {
-        await queryClient.invalidateQueries({ queryKey: trpc.jobs.list.queryKey() });
+        // Every list of jobs (the overview's, the jobs list's pages).
+        await queryClient.invalidateQueries({ queryKey: trpc.jobs.pathKey() });
         router.push(`/jobs/${job.id}`);
       },
     });
@@ -131,7 +145,9 @@ export function JobForm() {
         className={CONTROL}
         choices={choices}
         value={values[name]}
-        onChange={(e) => set(name, e.target.value)}
+        onChange={(e) =>
+          name === "environmentId" ? chooseEnvironment(e.target.value) : set(name, e.target.value)
+        }
         disabled={!choices?.length}
       >
         <option value="">{list.isPending ? `Loading ${what}s…` : `Choose an ${what}`}</option>
@@ -140,6 +156,16 @@ export function JobForm() {
   };
 
   const { kind } = values;
+  const adapterName = adapters.data?.find((a) => a.id === values.adapterId)?.name;
+  const environmentName = needsEnvironment(kind)
+    ? (environments.data?.find((env) => env.id === values.environmentId)?.name ?? null)
+    : null;
+  // What the server will call the job if the name is left blank.
+  const defaultName = adapterName ? defaultJobName({ kind, environmentName, adapterName }) : undefined;
+  const preset =
+    values.environmentId && rlPresetOf(builtinOf(values.environmentId))
+      ? builtinOf(values.environmentId)
+      : null;
   return (
     <form onSubmit={submit} noValidate className="space-y-6">
       <Section title="What to run">
@@ -173,10 +199,29 @@ export function JobForm() {
             )}
           </>
         )}
+        <TextField
+          label="Name"
+          name="name"
+          errors={errors}
+          // Part of the field's accessible name, so it names no other field; the default is the placeholder.
+          hint="Optional. Blank: named after what the job runs."
+          autoComplete="off"
+          maxLength={128}
+          className={CONTROL}
+          placeholder={defaultName}
+          value={values.name}
+          onChange={(e) => set("name", e.target.value)}
+        />
       </Section>
 
       {kind === "RL" && (
         <Section title="Training">
+          {preset && (
+            <p data-testid="preset-note" className="text-sm text-gray-600 sm:col-span-2">
+              Filled in from the {preset} preset: the settings docs/results.md shows learning. Edit any of
+              them.
+            </p>
+          )}
           {text("steps", "Steps", { hint: "Required: how many optimizer updates to make." })}
           {text("groupsPerStep", "Groups per step", { hint: "Prompts sampled for each update." })}
           {text("groupSize", "Group size", { hint: "Samples per prompt; advantages compare them." })}
@@ -187,8 +232,11 @@ export function JobForm() {
           {text("checkpointEvery", "Checkpoint every", {
             hint: "Save a resumable checkpoint every N updates.",
           })}
-          {text("validationEvery", "Validation every", { hint: "Optional; set both validation fields." })}
+          {text("validationEvery", "Validation every", {
+            hint: "Optional: also before the first step and after the last; set both validation fields.",
+          })}
           {text("validationGroups", "Validation groups", { hint: "Optional; prompts per validation run." })}
+          {text("validationGroupSize", "Validation samples per prompt", { hint: "Blank: 1." })}
           {choose("retention", "Retention", RETENTIONS)}
           <Checkbox
             name="dropConstantGroups"

@@ -66,10 +66,13 @@ export function metricNames(rows: readonly MetricRow[]): string[] {
  */
 const BOOKKEEPING = new Set(["step", "step/value"]);
 
+/** Whether a metric is worth listing or charting (not the step's own number again). */
+export const isListedMetric = (name: string): boolean => !BOOKKEEPING.has(name);
+
 /** The metrics of one step worth listing, by name, sorted. */
 export function listedMetrics(values: Readonly<Record<string, number>>): [string, number][] {
   return Object.entries(values)
-    .filter(([name]) => !BOOKKEEPING.has(name))
+    .filter(([name]) => isListedMetric(name))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 

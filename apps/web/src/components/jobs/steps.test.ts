@@ -11,8 +11,14 @@ describe("job steps", () => {
   it("progress counts the steps done, against the total when the config has one", () => {
     expect(stepsDone(198, 400)).toBe("198 of 400 done");
     expect(stepsDone(3, undefined)).toBe("3 done");
-    expect(totalSteps({ config: { steps: 400 } })).toBe(400);
-    expect(totalSteps({ config: {} })).toBeUndefined();
+    expect(totalSteps({ kind: "RL", config: { steps: 400 } })).toBe(400);
+    expect(totalSteps({ kind: "RL", config: {} })).toBeUndefined();
+  });
+
+  it("an SFT job's total is its epochs times its batches, an evaluation's one step", () => {
+    const conversations = Array.from({ length: 5 }, () => ({ messages: [{ role: "user", content: "hi" }] }));
+    expect(totalSteps({ kind: "SFT", config: { conversations, batchSize: 2, epochs: 3 } })).toBe(9);
+    expect(totalSteps({ kind: "EVAL", config: { groups: 4 } })).toBe(1);
   });
 
   it("the live indicator says ended once the job is no longer running or queued, whatever the socket", () => {

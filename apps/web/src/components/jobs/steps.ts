@@ -2,14 +2,17 @@
 // stores it with its metrics and trajectories, and as the charts, "All metrics"
 // and the trajectories page show it; a job's `step` field counts the steps
 // stored so far, so it is one more than the newest step's number.
+import { jobSteps } from "@opentinker/protocol";
 import type { Connection } from "../../lib/realtime.ts";
 
 /** The newest stored step's number, given how many are stored; none before the first. */
 export const latestStep = (stored: number): number | undefined => (stored > 0 ? stored - 1 : undefined);
 
-/** How many steps the job's config says it runs, if it says. */
-export const totalSteps = (job: { config: Readonly<Record<string, unknown>> }): number | undefined =>
-  typeof job.config.steps === "number" ? job.config.steps : undefined;
+/** How many steps the job runs (an SFT job's from its epochs and batches), if its config says. */
+export const totalSteps = (job: {
+  kind: "RL" | "SFT" | "EVAL";
+  config: Readonly<Record<string, unknown>>;
+}): number | undefined => jobSteps(job);
 
 /** "198 of 400 done", or "198 done" when the config does not say how many steps the job runs. */
 export const stepsDone = (stored: number, total: number | undefined): string =>

@@ -1,10 +1,11 @@
 "use client";
 // The overview's running and queued jobs, refreshed every few seconds.
 import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
 import { isActive, type Job, useAdapterNames } from "../jobs/api.ts";
 import { stepsDone, totalSteps } from "../jobs/steps.ts";
-import { AdapterLink, JobIdLink } from "../shared/links.tsx";
+import { AdapterLink } from "../shared/links.tsx";
 import { When } from "../shared/when.tsx";
 import { Card, type Column, QueryTable, StatusBadge } from "../ui.tsx";
 
@@ -17,7 +18,14 @@ const activeFirst = (all: Job[]) =>
 
 function columns(names: ReadonlyMap<string, string>): Column<Job>[] {
   return [
-    { head: "Job", cell: (job) => <JobIdLink id={job.id} /> },
+    {
+      head: "Job",
+      cell: (job) => (
+        <Link href={`/jobs/${job.id}`} title={job.id} className="text-blue-700 hover:underline">
+          {job.name}
+        </Link>
+      ),
+    },
     { head: "Kind", cell: (job) => job.kind },
     {
       head: "Adapter",

@@ -1,6 +1,9 @@
 "use client";
-// The overview's latest published adapter versions (snapshots) of the team.
+// The overview's recently published adapters: one row per adapter with its
+// latest version (snapshot) and how many it has, so one job's per-step
+// versions do not crowd out the rest.
 import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
 import { useTRPC } from "../../lib/trpc.ts";
 import { SupersededBadge } from "../adapters/version-timeline.tsx";
 import type { Outputs } from "../shared/api.ts";
@@ -8,38 +11,46 @@ import { AdapterLink, JobIdLink } from "../shared/links.tsx";
 import { When } from "../shared/when.tsx";
 import { Card, type Column, QueryTable } from "../ui.tsx";
 
-type Snapshot = Outputs["adapters"]["recentVersions"][number];
+type Entry = Outputs["adapters"]["latestVersions"][number];
 
-const COLUMNS: Column<Snapshot>[] = [
-  { head: "Adapter", cell: (s) => <AdapterLink id={s.adapterId} name={s.adapterName} /> },
+const COLUMNS: Column<Entry>[] = [
+  { head: "Adapter", cell: (e) => <AdapterLink id={e.adapterId} name={e.adapterName} /> },
   {
-    head: "Version",
-    cell: (s) => (
+    head: "Latest",
+    cell: (e) => (
       <>
-        v{s.version} {s.supersededAt ? <SupersededBadge /> : null}
+        v{e.latest.version} {e.latest.supersededAt ? <SupersededBadge /> : null}
       </>
     ),
-    className: "tabular-nums",
+    className: "whitespace-nowrap tabular-nums",
   },
-  { head: "Step", cell: (s) => s.trainerStep, className: "tabular-nums" },
-  { head: "Produced by", cell: (s) => (s.jobId ? <JobIdLink id={s.jobId} /> : "API") },
-  { head: "Published", cell: (s) => <When iso={s.createdAt} />, className: "whitespace-nowrap" },
+  {
+    head: "Versions",
+    cell: (e) => (
+      <Link href={`/adapters/${e.adapterId}`} className="text-blue-700 hover:underline">
+        {e.versions === 1 ? "1 version" : `${e.versions} versions`}
+      </Link>
+    ),
+    className: "whitespace-nowrap tabular-nums",
+  },
+  { head: "Produced by", cell: (e) => (e.latest.jobId ? <JobIdLink id={e.latest.jobId} /> : "API") },
+  { head: "Published", cell: (e) => <When iso={e.lastPublishedAt} />, className: "whitespace-nowrap" },
 ];
 
 export function RecentSnapshots() {
   const trpc = useTRPC();
-  const snapshots = useQuery({
-    ...trpc.adapters.recentVersions.queryOptions({ limit: 10 }),
+  const entries = useQuery({
+    ...trpc.adapters.latestVersions.queryOptions({ limit: 10 }),
     refetchInterval: 10_000,
   });
   return (
     <Card title="Recent snapshots">
       <QueryTable
-        query={snapshots}
+        query={entries}
         what="snapshots"
         empty="No snapshots yet. Training publishes one per saved version."
         columns={COLUMNS}
-        rowKey={(s) => s.handle}
+        rowKey={(e) => e.adapterId}
       />
     </Card>
   );

@@ -103,3 +103,26 @@ export function formValues(form: HTMLFormElement): Record<string, string> {
   for (const [key, value] of new FormData(form)) if (typeof value === "string") values[key] = value;
   return values;
 }
+
+/**
+ * A zod issue of a protocol schema in the words a person filling a form
+ * expects ("Must be at most 1"); a string's or a list's bound keeps the
+ * schema's own message ("type a prompt").
+ */
+export function issueText(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "invalid_type":
+      if (issue.input === undefined) return "Required";
+      return issue.expected === "int" ? "Enter a whole number" : `Expected ${issue.expected}`;
+    case "too_small":
+      if (issue.origin !== "number") return issue.message;
+      return `Must be ${issue.inclusive ? "at least" : "more than"} ${issue.minimum}`;
+    case "too_big":
+      if (issue.origin !== "number") return issue.message;
+      return `Must be ${issue.inclusive ? "at most" : "less than"} ${issue.maximum}`;
+    case "invalid_value":
+      return `Must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    default:
+      return issue.message;
+  }
+}

@@ -8,6 +8,7 @@ const NAV = [
   { href: "/adapters", label: "Adapters" },
   { href: "/environments", label: "Environments" },
   { href: "/jobs", label: "Jobs" },
+  { href: "/playground", label: "Playground" },
   { href: "/api-keys", label: "API keys" },
 ] as const;
 

@@ -6,7 +6,17 @@ import { ButtonLink, Card } from "../../../components/ui.tsx";
 
 export default function JobsPage() {
   return (
-    <Page title="Jobs" actions={<ButtonLink href="/jobs/new">New job</ButtonLink>}>
+    <Page
+      title="Jobs"
+      actions={
+        <>
+          <ButtonLink href="/jobs/compare" variant="secondary">
+            Compare runs
+          </ButtonLink>
+          <ButtonLink href="/jobs/new">New job</ButtonLink>
+        </>
+      }
+    >
       <Card>
         <JobList />
       </Card>

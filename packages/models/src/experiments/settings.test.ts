@@ -1,0 +1,45 @@
+// The experiment settings are made of the environments' presets (the numbers
+// server-side jobs start from), not a copy of them.
+import { loadBaseModel } from "@opentinker/engine";
+import { RL_PRESETS, type RlPreset } from "@opentinker/protocol";
+import type { RendererTokenizer } from "@opentinker/sdk";
+import { describe, expect, it } from "vitest";
+import { builtInModel, DEFAULT_TEXT_MODEL } from "../registry.ts";
+import { SETTINGS } from "./settings.ts";
+
+const SETTING_OF: Record<keyof typeof RL_PRESETS, string> = {
+  arithmetic: "arithmetic-lora-rl",
+  "guess-number": "guess-number-lora-rl",
+  nim: "nim-selfplay-lora-rl",
+  shapes: "shapes-lora-rl",
+};
+
+async function tokenizer(model: string): Promise<RendererTokenizer> {
+  const built = builtInModel(model);
+  const base = await loadBaseModel(built.dir, built.name);
+  if (!base.tokenizer) throw new Error(`${model} has no tokenizer`);
+  return base.tokenizer as RendererTokenizer;
+}
+
+describe("experiment settings and presets", () => {
+  for (const [env, name] of Object.entries(SETTING_OF)) {
+    it(`${name} trains and validates with the ${env} preset's numbers`, async () => {
+      const preset: RlPreset = RL_PRESETS[env as keyof typeof RL_PRESETS];
+      const setting = SETTINGS[name];
+      if (!setting) throw new Error(`no setting ${name}`);
+      expect(setting.lossFn).toBe(preset.config.lossFn);
+      expect(setting.learningRate).toBe(preset.config.adam.learningRate);
+      expect(setting.metric ?? "reward/mean").toBe(preset.metric);
+      const ctx = { tokenizer: await tokenizer(setting.model ?? DEFAULT_TEXT_MODEL), seed: 1, steps: 3 };
+      const train = setting.train(ctx);
+      expect(train.batches).toBe(3);
+      const trainGroups = train.batch(0);
+      expect(trainGroups).toHaveLength(preset.config.groupsPerStep);
+      const validation = setting.validation(ctx).batch(0);
+      expect(validation).toHaveLength(preset.config.validation.groups);
+      // A group's size: attempts per prompt, or games per group (nim: each seat of a self-play game is an env).
+      const envs = await (validation[0] as (typeof validation)[number]).makeEnvs();
+      expect(envs.length % preset.config.validation.groupSize).toBe(0);
+    });
+  }
+});
