@@ -43,6 +43,11 @@ describe("learning rate", () => {
     expect(firstIssue(ZSftJobConfig.safeParse({ conversations, adam: { learningRate: 2 } }))).toBe(
       `adam.learningRate: ${message}`,
     );
+    // eps 0 turns a never-updated weight's 0/0 into NaN weights.
+    expect(firstIssue(ZRlJobConfig.safeParse({ steps: 3, adam: { eps: 0 } }))).toBe(
+      "adam.eps: eps must be greater than 0",
+    );
+    expect(ZOptimStepInput.safeParse({ adapterId: "x", adam: { eps: 1e-8 } }).success).toBe(true);
   });
 });
 

@@ -55,7 +55,8 @@ export const ZAdamParams = z.object({
     .default(1e-4),
   beta1: z.number().min(0).lt(1).default(0.9),
   beta2: z.number().min(0).lt(1).default(0.95),
-  eps: z.number().nonnegative().finite().default(1e-12),
+  // 0 divides a weight whose gradient has always been 0 by 0: NaN weights, not a divergence.
+  eps: z.number().positive("eps must be greater than 0").finite().default(1e-12),
   weightDecay: z.number().nonnegative().finite().default(0),
   /** Global gradient-norm clipping; 0 turns it off. */
   gradClipNorm: z.number().nonnegative().finite().default(0),
