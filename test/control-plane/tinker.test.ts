@@ -307,6 +307,50 @@ describe("Tinker protocol: training", () => {
     expect(inverted.body.detail).toMatch(/clipLowThreshold: 1.5 exceeds clipHighThreshold 1.1/);
   });
 
+  it("takes Tinker's cispo and dro losses, each computed from the logprobs it returns", async () => {
+    const old = [-1, -2, -0.5];
+    const adv = [1, -0.5, 2];
+    const datum = {
+      model_input: { chunks: [{ type: "encoded_text", tokens: [1, 2, 3] }] },
+      loss_fn_inputs: {
+        target_tokens: { data: [2, 3, 4], dtype: "int64" },
+        logprobs: { data: old, dtype: "float32" },
+        advantages: { data: adv, dtype: "float32" },
+      },
+    };
+    const call = (loss_fn: string, config: Record<string, number>) =>
+      tinker<{ request_id: string; detail: string }>(keyOf(team), "forward", {
+        model_id: modelId,
+        forward_input: { data: [datum], loss_fn, loss_fn_config: config },
+      });
+    const run = async (loss_fn: string, config: Record<string, number>) => {
+      const accepted = await call(loss_fn, config);
+      expect(accepted.status).toBe(200);
+      const done = await result<{
+        loss_fn_outputs: { logprobs: { data: number[] } }[];
+        metrics: Record<string, number>;
+      }>(keyOf(team), accepted.body.request_id);
+      return { lp: done.body.loss_fn_outputs[0]?.logprobs.data ?? [], metrics: done.body.metrics };
+    };
+    const f32 = (v: number) => Math.fround(v);
+    const cispo = await run("cispo", { clip_low_threshold: 0.9, clip_high_threshold: 1.1 });
+    expect(cispo.lp).toHaveLength(3);
+    const cispoLoss = cispo.lp.reduce((sum, lp, i) => {
+      const r = Math.min(Math.max(Math.exp(f32(lp) - (old[i] as number)), 0.9), 1.1);
+      return sum - r * f32(lp) * (adv[i] as number);
+    }, 0);
+    expect(cispo.metrics["loss:sum"]).toBeCloseTo(cispoLoss, 4);
+    const dro = await run("dro", { beta: 0.3 });
+    const droLoss = dro.lp.reduce((sum, lp, i) => {
+      const d = f32(lp) - (old[i] as number);
+      return sum - (f32(lp) * (adv[i] as number) - 0.15 * d * d);
+    }, 0);
+    expect(dro.metrics["loss:sum"]).toBeCloseTo(droLoss, 4);
+    const negative = await call("dro", { beta: -1 });
+    expect(negative.status).toBe(400);
+    expect(negative.body.detail).toMatch(/beta/);
+  });
+
   it("applies optim_step with Adam params", async () => {
     const step = await tinker<{ request_id: string }>(keyOf(team), "optim_step", {
       model_id: modelId,

@@ -124,7 +124,10 @@ def config():
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        # torch.backends.cpu arrived after 1.13 (Debian's): absent, say so rather than fail.
+        "cpu_capability": (
+            torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown (torch < 2.0)"
+        ),
         "blas_loaded": loaded_blas(),
         "build": torch.__config__.show(),
     }

@@ -65,9 +65,10 @@ describe("defaults", () => {
     });
   });
 
-  it("PPO clips to [0.8, 1.2] by default and refuses an inverted range", () => {
-    expect(ZLossFnConfig.parse({})).toEqual({ clipLowThreshold: 0.8, clipHighThreshold: 1.2 });
+  it("PPO/CISPO clip to [0.8, 1.2] and DRO's beta is 0.05 by default; an inverted range or negative beta is refused", () => {
+    expect(ZLossFnConfig.parse({})).toEqual({ clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05 });
     expect(ZLossFnConfig.safeParse({ clipLowThreshold: 1.5 }).success).toBe(false);
+    expect(ZLossFnConfig.safeParse({ beta: -0.1 }).success).toBe(false);
   });
 
   it("sampling parameters validate ranges", () => {

@@ -2,11 +2,14 @@ import { z } from "zod";
 import { DIVERGENCE_BOUNDS } from "./divergence.ts";
 import { ZTensorData } from "./tensor.ts";
 
-/** Server-side losses, summed over target tokens (DESIGN.md C10). */
-export const ZLossFn = z.enum(["cross_entropy", "importance_sampling", "ppo"]);
+/** Server-side losses, summed over target tokens (DESIGN.md C10); cispo and dro as Tinker defines them. */
+export const ZLossFn = z.enum(["cross_entropy", "importance_sampling", "ppo", "cispo", "dro"]);
 export type LossFn = z.infer<typeof ZLossFn>;
+/** The losses that train on rollouts (logprobs, advantages, mask). */
+export type RlLossFn = Exclude<LossFn, "cross_entropy">;
 
-const LOSS_FN_DEFAULTS = { clipLowThreshold: 0.8, clipHighThreshold: 1.2 };
+// beta: Tinker documents no default for dro; 0.05 is the value its own example passes.
+const LOSS_FN_DEFAULTS = { clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05 };
 
 const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number }, ctx: z.RefinementCtx) => {
   const low = c.clipLowThreshold ?? LOSS_FN_DEFAULTS.clipLowThreshold;
@@ -19,28 +22,33 @@ const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number },
     });
 };
 
-const clipThresholds = {
-  /** ppo: the ratio is clipped to [clipLowThreshold, clipHighThreshold]. */
+const lossFnSettings = {
+  /** ppo and cispo: the ratio is clipped to [clipLowThreshold, clipHighThreshold]. */
   clipLowThreshold: z.number().positive().finite(),
   clipHighThreshold: z.number().positive().finite(),
+  /** dro: weight of the quadratic penalty ½·beta·(logp − logp_sampler)². */
+  beta: z.number().nonnegative().finite(),
 };
 
 export const ZLossFnConfig = z
   .object({
-    clipLowThreshold: clipThresholds.clipLowThreshold.default(LOSS_FN_DEFAULTS.clipLowThreshold),
-    clipHighThreshold: clipThresholds.clipHighThreshold.default(LOSS_FN_DEFAULTS.clipHighThreshold),
+    clipLowThreshold: lossFnSettings.clipLowThreshold.default(LOSS_FN_DEFAULTS.clipLowThreshold),
+    clipHighThreshold: lossFnSettings.clipHighThreshold.default(LOSS_FN_DEFAULTS.clipHighThreshold),
+    beta: lossFnSettings.beta.default(LOSS_FN_DEFAULTS.beta),
   })
   .superRefine(clipOrder);
 export type LossFnConfig = z.infer<typeof ZLossFnConfig>;
 
 /** Loss-function settings a call may override; checked together with the defaults of the rest. */
-export const ZLossFnConfigInput = z.object(clipThresholds).partial().strict().superRefine(clipOrder);
+export const ZLossFnConfigInput = z.object(lossFnSettings).partial().strict().superRefine(clipOrder);
 
 /** Which lossFnInputs each loss needs (all on the target axis, one value per target). */
 export const LOSS_INPUTS: Record<LossFn, readonly string[]> = {
   cross_entropy: ["targetTokens", "weights"],
   importance_sampling: ["targetTokens", "logprobs", "advantages", "mask"],
   ppo: ["targetTokens", "logprobs", "advantages", "mask"],
+  cispo: ["targetTokens", "logprobs", "advantages", "mask"],
+  dro: ["targetTokens", "logprobs", "advantages", "mask"],
 };
 
 export const ZAdamParams = z.object({

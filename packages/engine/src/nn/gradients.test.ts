@@ -4,7 +4,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { buildSftDatum, type Datum } from "@opentinker/protocol";
+import { buildRlDatum, buildSftDatum, type Datum, type LossFn } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
@@ -58,10 +58,11 @@ function checkAgainstFiniteDifferences(
   tensors: readonly TrainableTensor[] = policy.tensors,
   /** Entries to check besides the largest-gradient and random ones, by tensor name. */
   extra: ReadonlyMap<string, number[]> = new Map(),
+  lossFn: LossFn = "cross_entropy",
 ): number {
   const trainer = new Trainer(policy);
-  trainer.forwardBackward(data, "cross_entropy");
-  const loss = () => trainer.forward(data, "cross_entropy").metrics["loss:sum"] as number;
+  trainer.forwardBackward(data, lossFn, { beta: 0.5 });
+  const loss = () => trainer.forward(data, lossFn, { beta: 0.5 }).metrics["loss:sum"] as number;
   const rng = new Rng(3);
   let checked = 0;
   for (const t of tensors) {
@@ -113,6 +114,20 @@ describe("gradients match finite differences", () => {
   it("full-parameter, with tied embeddings and q/k/v biases", () => {
     const policy = createFullPolicy(base);
     expect(checkAgainstFiniteDifferences(policy, 3)).toBeGreaterThan(40);
+  });
+
+  it("full-parameter under dro (no stop-gradient: its gradient is the loss's own derivative)", () => {
+    const policy = createFullPolicy(base);
+    // Sampler logprobs away from the policy's, so the quadratic penalty has a gradient.
+    const rl = buildRlDatum({
+      sequence: [3, 40, 7, 99, 12, 5],
+      mask: [0, 0, 1, 1, 1, 1],
+      logprobs: [0, 0, -2, -9, -4, -7],
+      advantages: [0, 0, 1, -0.5, 0.3, 2],
+    });
+    expect(checkAgainstFiniteDifferences(policy, 3, [rl], policy.tensors, new Map(), "dro")).toBeGreaterThan(
+      40,
+    );
   });
 });
 

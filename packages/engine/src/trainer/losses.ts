@@ -1,5 +1,6 @@
 // The server-side losses (DESIGN.md C10), summed over target tokens, with their
 // gradient with respect to each token's logprob. r = exp(logp − logp_sampler).
+// cispo and dro follow Tinker's definitions, so its clients get the same updates.
 import {
   type Datum,
   LOSS_INPUTS,
@@ -169,8 +170,22 @@ export function lossAndGrad(
       grad[t] = -ratio * a;
       continue;
     }
-    // ppo: −min(r·A, clip(r)·A); the clipped branch has no gradient.
+    if (lossFn === "dro") {
+      // −(logp·A − ½β·(logp − logp_old)²): the penalty keeps the policy near the sampler.
+      const drift = logp - (oldLogprobs[t] as number);
+      totals.loss -= logp * a - 0.5 * config.beta * drift * drift;
+      grad[t] = -a + config.beta * drift;
+      continue;
+    }
     const clippedRatio = Math.min(Math.max(ratio, config.clipLowThreshold), config.clipHighThreshold);
+    if (lossFn === "cispo") {
+      // −sg(clip(r))·logp·A: the clipped ratio only weights the gradient, so every token keeps one.
+      if (clippedRatio !== ratio) totals.clipped += 1;
+      totals.loss -= clippedRatio * logp * a;
+      grad[t] = -clippedRatio * a;
+      continue;
+    }
+    // ppo: −min(r·A, clip(r)·A); the clipped branch has no gradient.
     const unclipped = ratio * a;
     const clipped = clippedRatio * a;
     if (clippedRatio !== ratio) totals.clipped += 1;
@@ -196,7 +211,8 @@ export function lossMetrics(lossFn: LossFn, totals: LossTotals): Record<string, 
     metrics["loss:mean"] = totals.weightSum ? totals.loss / totals.weightSum : 0;
   } else {
     metrics["ratio:mean"] = totals.tokens ? totals.ratioSum / totals.tokens : 0;
-    if (lossFn === "ppo") metrics["clipfrac:mean"] = totals.tokens ? totals.clipped / totals.tokens : 0;
+    if (lossFn === "ppo" || lossFn === "cispo")
+      metrics["clipfrac:mean"] = totals.tokens ? totals.clipped / totals.tokens : 0;
   }
   return metrics;
 }

@@ -7,6 +7,7 @@ import {
   type AdamParamsInput,
   divergedAt,
   type LossFnConfig,
+  type RlLossFn,
   type SamplingClient,
   type SamplingParamsInput,
   type TrainingClient,
@@ -37,7 +38,7 @@ export interface RlStep {
 export interface TrainRlConfig {
   trainingClient: TrainingClient;
   dataset: RlDataset;
-  lossFn: "importance_sampling" | "ppo";
+  lossFn: RlLossFn;
   lossFnConfig?: Partial<LossFnConfig>;
   adam?: AdamParamsInput;
   sampling?: Omit<SamplingParamsInput, "stop" | "maxTokens">;

@@ -31,6 +31,8 @@ const LOSSES: Record<string, LossFn> = {
   cross_entropy: "cross_entropy",
   importance_sampling: "importance_sampling",
   ppo: "ppo",
+  cispo: "cispo",
+  dro: "dro",
 };
 
 /** Tinker's loss-input names and ours. */
@@ -45,6 +47,7 @@ const INPUT_NAMES: Record<string, string> = {
 const CONFIG_NAMES: Record<string, string> = {
   clip_low_threshold: "clipLowThreshold",
   clip_high_threshold: "clipHighThreshold",
+  beta: "beta",
 };
 
 function modelInput(chunks: TinkerDatum["model_input"]["chunks"], at: string): ModelInput {
@@ -71,8 +74,8 @@ const tensor = (t: TinkerDatum["loss_fn_inputs"][string]): TensorData => ({
 });
 
 /**
- * A forward/backward input as ours. Tinker's importance-sampling and PPO
- * losses count every target position (a zero advantage adds nothing), so the
+ * A forward/backward input as ours. Tinker's RL losses (importance sampling,
+ * PPO, CISPO, DRO) count every target position (a zero advantage adds nothing), so the
  * explicit mask they lack is all ones, never inferred from the advantages.
  */
 export function forwardInput(
