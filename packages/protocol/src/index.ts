@@ -5,6 +5,7 @@ export * from "./checks.ts";
 export * from "./clients.ts";
 export * from "./datum.ts";
 export * from "./divergence.ts";
+export * from "./environments.ts";
 export * from "./handles.ts";
 export * from "./jobs.ts";
 export * from "./losses.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BUILTIN_ENVIRONMENTS, jobSize, ZRlJobConfig } from "./jobs.ts";
+import { BUILTIN_ENVIRONMENTS } from "./environments.ts";
+import { jobSize, ZRlJobConfig } from "./jobs.ts";
 import { bestMetricOf, RL_PRESETS, rlPresetOf } from "./presets.ts";
 
 describe("RL presets", () => {

@@ -3,7 +3,8 @@
 // experiment runner's settings (packages/models) are made of these numbers and
 // the dashboard's job form starts from them, so a job created with the form's
 // defaults runs what was measured.
-import type { BuiltinEnvironment, RlJobConfigInput } from "./jobs.ts";
+import type { BuiltinEnvironment } from "./environments.ts";
+import type { RlJobConfigInput } from "./jobs.ts";
 
 /** What a preset sets of an RL job's config (the rest keeps the schema's defaults). */
 export type RlPresetConfig = Required<

@@ -4,7 +4,8 @@ import { resolve } from "node:path";
 import { loadTokenizer, type TextTokenizer } from "@opentinker/tokenizer";
 import { loadModelConfig, type ModelConfig } from "./config.ts";
 import type { WeightDtypeChoice } from "./weight-dtype.ts";
-import { loadModelWeights, type ModelWeights } from "./weights.ts";
+import type { ModelWeights } from "./weights.ts";
+import { loadModelWeights } from "./weights-read.ts";
 
 export interface HfModel {
   /** Absolute path of the model directory. */

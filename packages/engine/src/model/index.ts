@@ -64,7 +64,6 @@ export {
   type LayerWeights,
   LM_HEAD,
   layerTensorName,
-  loadModelWeights,
   type ModelWeights,
   matrixTensorNames,
   modelTensorSpecs,
@@ -77,4 +76,5 @@ export {
   type VisionWeights,
   visionTensorSpecs,
 } from "./weights.ts";
+export { loadModelWeights } from "./weights-read.ts";
 export { type WriteWeightsOptions, writeModelConfig, writeModelWeights } from "./write-model.ts";

@@ -8,13 +8,8 @@ import { type TinyModelOptions, writeTinyModel } from "../testing/tiny-model.ts"
 import { floatsToBf16 } from "./float-convert.ts";
 import { readSafetensorsHeader } from "./safetensors.ts";
 import { weightDtypeFromEnv } from "./weight-dtype.ts";
-import {
-  EMBED_TOKENS,
-  layerTensorName,
-  loadModelWeights,
-  modelWeightTensors,
-  SINGLE_FILE,
-} from "./weights.ts";
+import { EMBED_TOKENS, layerTensorName, modelWeightTensors, SINGLE_FILE } from "./weights.ts";
+import { loadModelWeights } from "./weights-read.ts";
 
 const SMALL: TinyModelOptions = {
   hiddenSize: 16,

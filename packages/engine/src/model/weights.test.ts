@@ -8,12 +8,12 @@ import {
   EMBED_TOKENS,
   INDEX_FILE,
   LM_HEAD,
-  loadModelWeights,
   type ModelWeights,
   modelTensorSpecs,
   modelWeightTensors,
   SINGLE_FILE,
 } from "./weights.ts";
+import { loadModelWeights } from "./weights-read.ts";
 
 const SMALL: TinyModelOptions = {
   hiddenSize: 16,
