@@ -2,6 +2,7 @@
 // its cancellation, handing it back when the worker drains, and releasing its
 // adapter when it ends. A job whose worker died is picked up by another worker
 // (the queue releases the lost worker's lock) and resumes from its checkpoint.
+import type { Retention } from "@opentinker/protocol";
 import type { Db, DbTx } from "./client.ts";
 import type { JobStatus } from "./generated/prisma/enums.ts";
 import { finishJob, startJob } from "./job-steps.ts";
@@ -66,7 +67,7 @@ export async function endJobRun(
   db: Db,
   job: { teamId: string; id: string; adapterId: string },
   workerId: string,
-  end: { status: JobStatus; error: string | null; retention: string } | null,
+  end: { status: JobStatus; error: string | null; retention: Retention } | null,
 ): Promise<string[]> {
   return db.$transaction(async (tx) => {
     let doomed: string[] = [];

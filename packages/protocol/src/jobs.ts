@@ -14,6 +14,9 @@ export const ZRetention = z.enum([
   /** Keep the final snapshot and final checkpoint; delete the intermediate ones. */
   "keep-final",
 ]);
+export type Retention = z.infer<typeof ZRetention>;
+/** What a job keeps when its config names no retention. */
+export const DEFAULT_RETENTION: Retention = "keep-final";
 
 const ZSamplingSettings = ZSamplingKnobs.partial();
 
@@ -60,7 +63,7 @@ export const ZRlJobConfig = z
       .describe(
         "Omitted: no validation. Set: the held-out split is rolled out with no training before the first step (recorded at step 0), after every `every` steps and after the last step; the best of them is kept as the adapter's `best` version.",
       ),
-    retention: ZRetention.default("keep-final").describe('Omitted: "keep-final".'),
+    retention: ZRetention.default(DEFAULT_RETENTION).describe(`Omitted: "${DEFAULT_RETENTION}".`),
   })
   .strict();
 export type RlJobConfig = z.infer<typeof ZRlJobConfig>;
@@ -77,7 +80,7 @@ export const ZSftJobConfig = z
     epochs: z.number().int().min(1).max(1000).default(1),
     batchSize: z.number().int().min(1).max(4096).default(8),
     adam: ZAdamParams.partial().default({}),
-    retention: ZRetention.default("keep-final"),
+    retention: ZRetention.default(DEFAULT_RETENTION),
   })
   .strict();
 export type SftJobConfig = z.infer<typeof ZSftJobConfig>;

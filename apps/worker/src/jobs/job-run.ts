@@ -16,7 +16,7 @@ import {
   rewindJob,
 } from "@opentinker/db";
 import type { PolicySession } from "@opentinker/engine";
-import { formatJobCheckpointName } from "@opentinker/protocol";
+import { formatJobCheckpointName, type Retention } from "@opentinker/protocol";
 import type { EngineHost } from "../engine-host.ts";
 import { errorMessage } from "../tasks/request-task.ts";
 import { deleteDroppedFiles, retentionOf } from "./retention.ts";
@@ -77,7 +77,7 @@ export async function runQueuedJob(db: Db, host: EngineHost, workerId: string, j
   if (!job) return;
   host.release(job.adapterId);
   const watch = watchJob(db, host, job);
-  let end: { status: JobStatus; error: string | null; retention: string } | null = null;
+  let end: { status: JobStatus; error: string | null; retention: Retention } | null = null;
   const retention = retentionOf(job.config);
   try {
     const session = await host.session(job.teamId, job.adapterId);

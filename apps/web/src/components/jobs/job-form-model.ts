@@ -2,7 +2,15 @@
 // become a job request, and the protocol's verdict on it, per field. The zod
 // schemas are the server's own (@opentinker/protocol), so whatever passes here
 // passes there.
-import { rlPresetOf, ZEvalJobConfig, ZJobName, ZRlJobConfig, ZSftJobConfig } from "@opentinker/protocol";
+import {
+  DEFAULT_RETENTION,
+  type Retention,
+  rlPresetOf,
+  ZEvalJobConfig,
+  ZJobName,
+  ZRlJobConfig,
+  ZSftJobConfig,
+} from "@opentinker/protocol";
 import type { z } from "zod";
 
 export type JobKind = "RL" | "SFT" | "EVAL";
@@ -26,7 +34,7 @@ export interface JobFormValues {
   scaleByStd: boolean;
   // RL and SFT
   learningRate: string;
-  retention: "keep-final" | "keep-all";
+  retention: Retention;
   // RL and EVAL
   temperature: string;
   seed: string;
@@ -68,7 +76,7 @@ export const INITIAL_VALUES: JobFormValues = {
   dropConstantGroups: true,
   scaleByStd: false,
   learningRate: "0.0001",
-  retention: "keep-final",
+  retention: DEFAULT_RETENTION,
   temperature: "",
   seed: "0",
   conversations: JSON.stringify(EXAMPLE_CONVERSATIONS, null, 2),
