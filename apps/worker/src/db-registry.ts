@@ -50,7 +50,7 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
     adapterId: string,
     stored: StoredObject,
     trainerStep: number,
-    jobId?: string,
+    extra: { jobId?: string | undefined; expiresAt?: Date | null | undefined } = {},
   ) {
     const { path, checksum } = stored;
     return publishSnapshot(this.db, teamId, {
@@ -58,7 +58,8 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
       path,
       checksum,
       trainerStep,
-      ...(jobId ? { jobId } : {}),
+      ...(extra.jobId ? { jobId: extra.jobId } : {}),
+      expiresAt: extra.expiresAt ?? null,
     });
   }
 
@@ -89,9 +90,14 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
     return row ? this.record(row, adapter) : null;
   }
 
-  async publishSnapshot(where: PolicyLocation, snapshot: RecordedObject): Promise<SavedWeights> {
+  async publishSnapshot(
+    where: PolicyLocation,
+    snapshot: RecordedObject,
+    options: { expiresAt?: Date | null } = {},
+  ): Promise<SavedWeights> {
     const { stored, trainerStep, jobId } = snapshot;
-    const row = await this.publishRow(where.teamId, where.adapter, stored, trainerStep, jobId);
+    const extra = { jobId, expiresAt: options.expiresAt };
+    const row = await this.publishRow(where.teamId, where.adapter, stored, trainerStep, extra);
     return { handle: row.handle, version: row.version };
   }
 
@@ -99,17 +105,24 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
     return (await findCheckpoint(this.db, where.teamId, where.adapter, name)) !== null;
   }
 
-  async recordCheckpoint(where: PolicyLocation, name: string, checkpoint: RecordedObject): Promise<void> {
+  recordCheckpoint(
+    where: PolicyLocation,
+    name: string,
+    checkpoint: RecordedObject,
+    options: { replace?: boolean; expiresAt?: Date | null } = {},
+  ): Promise<string | null> {
     const { stored, trainerStep, jobId } = checkpoint;
-    await recordCheckpoint(this.db, where.teamId, {
+    const row = {
       adapterId: where.adapter,
       name,
       step: trainerStep,
       path: stored.path,
       checksum: stored.checksum,
       sizeBytes: stored.sizeBytes,
+      expiresAt: options.expiresAt ?? null,
       ...(jobId ? { jobId } : {}),
-    });
+    };
+    return recordCheckpoint(this.db, where.teamId, row, { replace: options.replace ?? false });
   }
 
   findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null> {

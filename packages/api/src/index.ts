@@ -2,4 +2,5 @@ export { type Caller, type Context, createInnerContext, type InnerContextOptions
 export { publicMessage, restError, schemaIssues } from "./errors.ts";
 export { type AppRouter, appRouter, createCaller } from "./root.ts";
 export { ShortCache } from "./short-cache.ts";
+export { deleteObjectFiles, readObjectFiles } from "./snapshot-files.ts";
 export { unauthenticated } from "./trpc.ts";

@@ -90,9 +90,24 @@ export async function adapterBaseModel(db: DbTx, teamId: string, adapterId: stri
 }
 
 /** A checkpoint of this team's adapter by name, or null. */
+/** Saved weights whose TTL has not run out (the worker deletes expired ones later). */
+export const unexpired = () => ({ OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] });
+
 export function findCheckpoint(db: DbTx, teamId: string, adapterId: string, name: string) {
   return db.checkpoint.findFirst({
-    where: { teamId, adapterId, name },
+    where: { teamId, adapterId, name, ...unexpired() },
     select: { id: true, name: true, step: true, path: true, checksum: true },
   });
+}
+
+/**
+ * Ends an adapter's training (its unload call ran): it takes no more training
+ * calls and leaves its worker; what it saved stays. False when the team has no such adapter.
+ */
+export async function archiveAdapter(db: DbTx, teamId: string, adapterId: string): Promise<boolean> {
+  const { count } = await db.adapter.updateMany({
+    where: { id: adapterId, teamId },
+    data: { status: "ARCHIVED", workerId: null },
+  });
+  return count === 1;
 }

@@ -70,3 +70,24 @@ export async function authenticateApiKey(
     await db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: new Date(now) } });
   return { teamId: row.teamId, teamSlug: row.team.slug, apiKeyId: row.id };
 }
+
+/** The team of a live key by its id (a token minted for the key names it), or null when unknown or revoked. */
+export async function apiKeyCaller(
+  db: DbTx,
+  apiKeyId: string,
+): Promise<{ teamId: string; teamSlug: string; apiKeyId: string } | null> {
+  const row = await db.apiKey.findFirst({
+    where: { id: apiKeyId, revokedAt: null },
+    select: { id: true, teamId: true, team: { select: { slug: true } } },
+  });
+  return row && { teamId: row.teamId, teamSlug: row.team.slug, apiKeyId: row.id };
+}
+
+/** The email of whoever created this team's key (null for keys made by a script or the seed). */
+export async function apiKeyCreatorEmail(db: DbTx, teamId: string, apiKeyId: string): Promise<string | null> {
+  const row = await db.apiKey.findFirst({
+    where: { id: apiKeyId, teamId },
+    select: { createdBy: { select: { email: true } } },
+  });
+  return row?.createdBy?.email ?? null;
+}

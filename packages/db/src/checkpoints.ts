@@ -1,7 +1,8 @@
 // What a worker's policy session records (C1): the adapter it opens, its saved
 // training states and its trainer step. Every query is within the adapter's team.
 import { parseJobCheckpointName } from "@opentinker/protocol";
-import type { DbTx } from "./client.ts";
+import { unexpired } from "./adapters.ts";
+import type { Db, DbTx } from "./client.ts";
 import { adapterSelect } from "./selects.ts";
 
 /** What a worker needs to open a team's adapter: its policy's spec and the team's slug. */
@@ -15,7 +16,7 @@ export function sessionAdapter(db: DbTx, teamId: string, adapterId: string) {
 /** The adapter's newest checkpoint (highest step, then newest), or null. */
 export function latestCheckpoint(db: DbTx, teamId: string, adapterId: string) {
   return db.checkpoint.findFirst({
-    where: { teamId, adapterId },
+    where: { teamId, adapterId, ...unexpired() },
     orderBy: [{ step: "desc" }, { createdAt: "desc" }],
     select: { path: true, checksum: true },
   });
@@ -29,17 +30,41 @@ export interface RecordCheckpointInput {
   path: string;
   checksum: string;
   sizeBytes: number;
+  /** When it may be deleted (a TTL its owner set); absent: kept until deleted. */
+  expiresAt?: Date | null;
 }
 
+/**
+ * Records a checkpoint of this team's adapter. With `replace`, it takes the
+ * name over from the adapter's checkpoint of that name in the same
+ * transaction, and the replaced object's path is returned for the caller to
+ * delete (else null).
+ */
 export async function recordCheckpoint(
-  db: DbTx,
+  db: Db,
   teamId: string,
   input: RecordCheckpointInput,
-): Promise<void> {
-  const { jobId, sizeBytes, ...fields } = input;
-  await db.checkpoint.create({
-    data: { ...fields, teamId, jobId: jobId ?? null, sizeBytes: BigInt(sizeBytes) },
-    select: { id: true },
+  options: { replace?: boolean } = {},
+): Promise<string | null> {
+  const { jobId, sizeBytes, expiresAt, ...fields } = input;
+  const data = {
+    ...fields,
+    teamId,
+    jobId: jobId ?? null,
+    sizeBytes: BigInt(sizeBytes),
+    expiresAt: expiresAt ?? null,
+  };
+  if (!options.replace) {
+    await db.checkpoint.create({ data, select: { id: true } });
+    return null;
+  }
+  return db.$transaction(async (tx) => {
+    const replaced = await tx.$queryRaw<{ path: string }[]>`
+      DELETE FROM "Checkpoint"
+      WHERE "teamId" = ${teamId} AND "adapterId" = ${input.adapterId} AND name = ${input.name}
+      RETURNING path`;
+    await tx.checkpoint.create({ data, select: { id: true } });
+    return replaced[0]?.path ?? null;
   });
 }
 

@@ -1,6 +1,7 @@
 export * from "./adapter-history.ts";
 export * from "./adapters.ts";
 export * from "./api-keys.ts";
+export * from "./audit-events.ts";
 export * from "./base-models.ts";
 export * from "./checkpoints.ts";
 export { createDb, type Db, type DbTx, getDb } from "./client.ts";
@@ -33,6 +34,10 @@ export * from "./snapshot-tags.ts";
 export * from "./snapshots.ts";
 export * from "./teams.ts";
 export * from "./tinker-calls.ts";
+export * from "./tinker-checkpoints.ts";
+export * from "./tinker-runs.ts";
+export * from "./tinker-sessions.ts";
 export * from "./trajectories.ts";
 export * from "./trajectory-codec.ts";
+export * from "./usage.ts";
 export * from "./workers.ts";

@@ -18,6 +18,7 @@ export const TRAINING_KINDS = [
   "SAVE_WEIGHTS_FOR_SAMPLER",
   "SAVE_STATE",
   "LOAD_STATE",
+  "UNLOAD",
 ] as const satisfies readonly RequestKind[];
 export type TrainingRequestKind = (typeof TRAINING_KINDS)[number];
 

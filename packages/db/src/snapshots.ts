@@ -10,6 +10,8 @@ export interface PublishSnapshotInput {
   checksum: string;
   trainerStep: number;
   jobId?: string;
+  /** When it may be deleted (a TTL its owner set); absent: kept until deleted. */
+  expiresAt?: Date | null;
 }
 
 /**
@@ -34,6 +36,7 @@ export function publishSnapshot(db: Db, teamId: string, input: PublishSnapshotIn
         path: input.path,
         checksum: input.checksum,
         trainerStep: input.trainerStep,
+        expiresAt: input.expiresAt ?? null,
       },
       select: snapshotSelect,
     });

@@ -132,3 +132,8 @@ export async function savedSamplerWeights(
       AND "adapterId" IS NOT NULL`;
   return rows[0] ?? null;
 }
+
+/** The adapter and input of a request of this team, or null. */
+export function requestInput(db: DbTx, teamId: string, requestId: string) {
+  return db.request.findFirst({ where: { id: requestId, teamId }, select: { adapterId: true, input: true } });
+}

@@ -29,9 +29,33 @@ export const ZOptimStepInput = z.object({
   adam: ZAdamParams.partial().optional(),
 });
 
-export const ZSaveWeightsInput = z.object({ adapterId: ZId, name: ZObjectName.default("sampler") });
-export const ZSaveStateInput = z.object({ adapterId: ZId, name: ZObjectName });
-export const ZLoadStateInput = z.object({ adapterId: ZId, path: ZStatePath });
+/** The longest a saved state may be kept by a TTL (ten years); no TTL keeps it until deleted. */
+export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
+
+export const ZSaveWeightsInput = z.object({
+  adapterId: ZId,
+  name: ZObjectName.default("sampler"),
+  /** Delete the snapshot this many seconds after it is published; absent: keep it until deleted. */
+  ttlSeconds: z.number().int().positive().max(MAX_TTL_SECONDS).optional(),
+});
+export const ZSaveStateInput = z.object({
+  adapterId: ZId,
+  name: ZObjectName,
+  /** Take the name over from the adapter's checkpoint of that name (else a second save of a name is a 409). */
+  replace: z.boolean().default(false),
+  /** Delete it this many seconds after it is saved; absent: keep it until deleted. */
+  ttlSeconds: z.number().int().positive().max(MAX_TTL_SECONDS).optional(),
+});
+export const ZLoadStateInput = z.object({
+  adapterId: ZId,
+  /** A checkpoint of this adapter, or of another adapter of the team with the same configuration. */
+  path: ZStatePath,
+  /** false: load the weights only, and start AdamW over. */
+  optimizer: z.boolean().default(true),
+});
+
+/** Ends the adapter's training: saved checkpoints and snapshots stay, its live state is dropped. */
+export const ZUnloadInput = z.object({ adapterId: ZId });
 
 export const ZSampleInput = z.object({
   policy: ZPolicyRef,
@@ -92,6 +116,7 @@ export const REQUEST_OUTPUTS = {
   SAVE_WEIGHTS_FOR_SAMPLER: ZSavedWeightsOutput,
   SAVE_STATE: ZSavedStateOutput,
   LOAD_STATE: z.null(),
+  UNLOAD: z.null(),
   SAMPLE: ZSampleResponse,
   COMPUTE_LOGPROBS: ZLogprobsOutput,
 } as const;

@@ -1,16 +1,36 @@
 // Training calls on an adapter placed on this worker, one at a time in seq order
 // (they share the adapter's queue).
-import type { Db, Prisma } from "@opentinker/db";
-import { ZForwardInput, ZLoadStateInput, ZOptimStepInput, ZSaveStateInput } from "@opentinker/protocol";
+import { archiveAdapter, type Db, type Prisma } from "@opentinker/db";
+import {
+  ZForwardInput,
+  ZLoadStateInput,
+  ZOptimStepInput,
+  ZSaveStateInput,
+  ZSaveWeightsInput,
+} from "@opentinker/protocol";
 import type { Task } from "graphile-worker";
 import type { EngineHost } from "../engine-host.ts";
 import type { FollowUps } from "../queue.ts";
 import { type ClaimedRequest, requestTask } from "./request-task.ts";
 
-async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<Prisma.InputJsonValue | null> {
+/** When an object saved now with this TTL may be deleted (null: never). */
+const expiresIn = (ttlSeconds: number | undefined) =>
+  ttlSeconds === undefined ? null : new Date(Date.now() + ttlSeconds * 1000);
+
+async function runTraining(
+  db: Db,
+  host: EngineHost,
+  request: ClaimedRequest,
+): Promise<Prisma.InputJsonValue | null> {
   if (!request.adapterId) throw new RangeError(`request ${request.id} names no adapter`);
   if (request.busyJobId)
     throw new RangeError(`adapter ${request.adapterId} is being trained by job ${request.busyJobId}`);
+  if (request.kind === "UNLOAD") {
+    // Its state is not opened just to be dropped.
+    host.release(request.adapterId);
+    await archiveAdapter(db, request.teamId, request.adapterId);
+    return null;
+  }
   const session = await host.session(request.teamId, request.adapterId);
   switch (request.kind) {
     case "FORWARD":
@@ -25,16 +45,20 @@ async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<P
     case "OPTIM_STEP":
       return (await session.optimStep(ZOptimStepInput.parse(request.input).adam)) as Prisma.InputJsonValue;
     case "SAVE_WEIGHTS_FOR_SAMPLER": {
-      const { handle, version } = await session.publish();
+      const { ttlSeconds } = ZSaveWeightsInput.parse(request.input);
+      const { handle, version } = await session.publish(undefined, { expiresAt: expiresIn(ttlSeconds) });
       return { handle, version };
     }
     case "SAVE_STATE": {
-      const saved = await session.checkpoint(ZSaveStateInput.parse(request.input).name);
+      const { name, replace, ttlSeconds } = ZSaveStateInput.parse(request.input);
+      const saved = await session.checkpoint(name, undefined, { replace, expiresAt: expiresIn(ttlSeconds) });
       return { path: saved.path };
     }
-    case "LOAD_STATE":
-      await session.restore(ZLoadStateInput.parse(request.input).path);
+    case "LOAD_STATE": {
+      const { path, optimizer } = ZLoadStateInput.parse(request.input);
+      await session.restore(path, { optimizer });
       return null;
+    }
     default:
       throw new RangeError(`request kind ${request.kind} is not a training call`);
   }
@@ -42,5 +66,5 @@ async function runTraining(host: EngineHost, request: ClaimedRequest): Promise<P
 
 /** `followUps` hears when a call's adapter has more calls queued behind it. */
 export function trainingTask(db: Db, host: EngineHost, followUps: FollowUps): Task {
-  return requestTask(db, (request) => runTraining(host, request), followUps);
+  return requestTask(db, (request) => runTraining(db, host, request), followUps);
 }

@@ -19,6 +19,7 @@ import {
   ZOptimStepInput,
   ZSaveStateInput,
   ZSaveWeightsInput,
+  ZUnloadInput,
   ZWaitMs,
 } from "@opentinker/protocol";
 import { TRPCError } from "@trpc/server";
@@ -54,18 +55,18 @@ const checkDatums: PayloadCheck<z.infer<typeof ZForwardInput>> = (payload, { mod
 };
 
 const checkNewState: PayloadCheck<z.infer<typeof ZSaveStateInput>> = async (payload, { db, caller }) => {
-  if (await findCheckpoint(db, caller.teamId, payload.adapterId, payload.name))
+  if (!payload.replace && (await findCheckpoint(db, caller.teamId, payload.adapterId, payload.name)))
     throw new TRPCError({
       code: "CONFLICT",
       message: `name: adapter ${payload.adapterId} already has a checkpoint named "${payload.name}"`,
     });
 };
 
-/** Only this adapter's own checkpoints load; any other path answers as a missing one. */
+/** Only the team's own checkpoints load; any other path answers as a missing one. */
 const checkSavedState: PayloadCheck<z.infer<typeof ZLoadStateInput>> = async (payload, { db, caller }) => {
   const state = parseStatePath(payload.path);
-  const own = state?.team === caller.teamSlug && state.adapter === payload.adapterId;
-  if (!own || !(await findCheckpoint(db, caller.teamId, payload.adapterId, state.name)))
+  const ours = state?.team === caller.teamSlug;
+  if (!ours || !(await findCheckpoint(db, caller.teamId, state.adapter, state.name)))
     notFound("checkpoint", payload.path);
 };
 
@@ -107,4 +108,5 @@ export const trainingRouter = router({
   ),
   saveState: call("SAVE_STATE", "/v1/training/save-state", ZSaveStateInput, checkNewState),
   loadState: call("LOAD_STATE", "/v1/training/load-state", ZLoadStateInput, checkSavedState),
+  unload: call("UNLOAD", "/v1/training/unload", ZUnloadInput),
 });

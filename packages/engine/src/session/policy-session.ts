@@ -27,6 +27,13 @@ export interface SessionBacking {
   registry: PolicyRegistry;
 }
 
+export interface CheckpointOptions {
+  /** Take the name over from an existing checkpoint of the policy. */
+  replace?: boolean;
+  /** When the checkpoint may be deleted (null or absent: never). */
+  expiresAt?: Date | null;
+}
+
 export interface SavedCheckpoint {
   /** The opaque state path a client hands back to restore it. */
   path: string;
@@ -67,24 +74,30 @@ export class PolicySession {
   }
 
   /** Publishes the weights as they are now as the policy's next immutable version. */
-  async publish(jobId?: string): Promise<SavedWeights> {
+  async publish(jobId?: string, options: { expiresAt?: Date | null } = {}): Promise<SavedWeights> {
     const files = snapshotFiles(this.policy);
     return this.write("sampler", `step-${this.policy.step}`, files, jobId, (saved) =>
-      this.backing.registry.publishSnapshot(this.where, saved),
+      this.backing.registry.publishSnapshot(this.where, saved, options),
     );
   }
 
-  /** Checkpoints weights, AdamW moments and step under a name unique to the policy. */
-  async checkpoint(name: string, jobId?: string): Promise<SavedCheckpoint> {
-    const { registry } = this.backing;
-    if (await registry.hasCheckpoint(this.where, name))
+  /**
+   * Checkpoints weights, AdamW moments and step under a name unique to the
+   * policy (`replace` takes the name over from an existing checkpoint, whose
+   * object is deleted once the new one is recorded). The PEFT export of the
+   * weights rides along, so a checkpoint's files load in PEFT as they are.
+   */
+  async checkpoint(name: string, jobId?: string, options: CheckpointOptions = {}): Promise<SavedCheckpoint> {
+    const { registry, store } = this.backing;
+    if (!options.replace && (await registry.hasCheckpoint(this.where, name)))
       throw new RangeError(
         `saveState: adapter ${this.where.adapter} already has a checkpoint named "${name}"`,
       );
-    const files = stateFiles(this.policy);
-    await this.write("state", name, files, jobId, (saved) =>
-      registry.recordCheckpoint(this.where, name, saved),
+    const files = new Map([...stateFiles(this.policy), ...snapshotFiles(this.policy)]);
+    const replaced = await this.write("state", name, files, jobId, (saved) =>
+      registry.recordCheckpoint(this.where, name, saved, options),
     );
+    if (replaced) await store.delete(replaced).catch(() => {});
     return { path: this.statePath(name), step: this.policy.step };
   }
 
@@ -93,19 +106,26 @@ export class PolicySession {
     return formatStatePath({ team: this.where.team, adapter: this.where.adapter, name });
   }
 
-  /** Restores one of this policy's own checkpoints, named by the path checkpoint returned. */
-  async restore(path: string): Promise<void> {
+  /**
+   * Restores a checkpoint of this policy, or of another policy of its team with
+   * the same configuration, named by the path checkpoint returned; with
+   * `optimizer: false` only the weights (AdamW starts over).
+   */
+  async restore(path: string, options: { optimizer?: boolean } = {}): Promise<void> {
     const state = parseStatePath(path);
-    const own = state?.team === this.where.team && state.adapter === this.where.adapter;
-    const stored = own ? await this.backing.registry.findCheckpoint(this.where, state.name) : null;
+    const ours = state?.team === this.where.team;
+    const stored = ours
+      ? await this.backing.registry.findCheckpoint({ ...this.where, adapter: state.adapter }, state.name)
+      : null;
     if (!stored) throw new RangeError(`loadState: checkpoint ${path} not found`);
-    await this.restoreFrom(stored);
+    await this.restoreFrom(stored, options);
     await this.backing.registry.recordStep(this.where, this.policy.step);
   }
 
   /** Its checksum verified; a mismatch changes nothing. */
-  private async restoreFrom(stored: StoredRef): Promise<void> {
-    restoreState(this.policy, await this.backing.store.get(stored.path, stored.checksum), stored.path);
+  private async restoreFrom(stored: StoredRef, options: { optimizer?: boolean } = {}): Promise<void> {
+    const files = await this.backing.store.get(stored.path, stored.checksum);
+    restoreState(this.policy, files, stored.path, options);
   }
 
   /** Writes an object under a fresh key, then records it; a failed record deletes the object. */

@@ -30,10 +30,24 @@ export interface RecordedObject {
 
 export interface PolicyRegistry {
   /** Publishes a written snapshot as the policy's next immutable version. */
-  publishSnapshot(where: PolicyLocation, snapshot: RecordedObject): Promise<SavedWeights>;
+  publishSnapshot(
+    where: PolicyLocation,
+    snapshot: RecordedObject,
+    options?: { expiresAt?: Date | null },
+  ): Promise<SavedWeights>;
   /** Whether the policy already has a checkpoint named `name`. */
   hasCheckpoint(where: PolicyLocation, name: string): Promise<boolean>;
-  recordCheckpoint(where: PolicyLocation, name: string, checkpoint: RecordedObject): Promise<void>;
+  /**
+   * Records a written checkpoint under `name`; with `replace`, in place of the
+   * policy's checkpoint of that name, whose stored path it returns (for the
+   * caller to delete); else null.
+   */
+  recordCheckpoint(
+    where: PolicyLocation,
+    name: string,
+    checkpoint: RecordedObject,
+    options?: { replace?: boolean; expiresAt?: Date | null },
+  ): Promise<string | null>;
   /** The policy's own checkpoint named `name`, or null. */
   findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null>;
   /** The policy's newest checkpoint (restored when a session opens), or null. */
@@ -74,8 +88,15 @@ export class InMemoryPolicyRegistry implements PolicyRegistry {
     return this.of(where).has(name);
   }
 
-  async recordCheckpoint(where: PolicyLocation, name: string, checkpoint: RecordedObject): Promise<void> {
+  async recordCheckpoint(
+    where: PolicyLocation,
+    name: string,
+    checkpoint: RecordedObject,
+    options: { replace?: boolean } = {},
+  ): Promise<string | null> {
+    const replaced = options.replace ? (this.of(where).get(name)?.stored.path ?? null) : null;
     this.of(where).set(name, checkpoint);
+    return replaced;
   }
 
   async findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null> {

@@ -22,30 +22,52 @@ export function stateFiles(policy: Policy): Map<string, Uint8Array> {
 }
 
 /**
- * Restores a checkpoint into `policy`. Everything is checked (kind, LoRA spec,
+ * Whether a checkpoint's LoRA spec (as stored) trains the same tensors at the
+ * same scale as `spec`. The seed only chose the initial weights, so it may differ.
+ */
+function sameLoraShape(stored: string, spec: Policy["lora"]): boolean {
+  if (!spec) return stored === "";
+  let theirs: unknown;
+  try {
+    theirs = JSON.parse(stored);
+  } catch {
+    return false;
+  }
+  const { seed: _, ...ours } = spec;
+  const { seed: __, ...other } = (theirs ?? {}) as Record<string, unknown>;
+  return JSON.stringify(Object.entries(ours).sort()) === JSON.stringify(Object.entries(other).sort());
+}
+
+/**
+ * Restores a checkpoint into `policy`: weights, AdamW moments and step, or with
+ * `optimizer: false` the weights alone. Everything is checked (kind, LoRA spec,
  * names, shapes) before anything is copied, so a mismatch changes nothing.
  * Accumulated gradients are cleared.
  */
-export function restoreState(policy: Policy, files: ReadonlyMap<string, Uint8Array>, where: string): void {
+export function restoreState(
+  policy: Policy,
+  files: ReadonlyMap<string, Uint8Array>,
+  where: string,
+  options: { optimizer?: boolean } = {},
+): void {
   const bytes = files.get(STATE_FILE);
   if (!bytes) throw new Error(`${where}: ${STATE_FILE} is missing`);
   const contents = decodeSafetensors(bytes, `${where}/${STATE_FILE}`);
   const meta = contents.metadata ?? {};
   if (meta.kind !== policy.kind)
     throw new Error(`${where}: a ${meta.kind} checkpoint cannot load into a ${policy.kind} policy`);
-  if ((meta.lora ?? "") !== (policy.lora ? JSON.stringify(policy.lora) : "")) {
+  if (!sameLoraShape(meta.lora ?? "", policy.lora)) {
     throw new Error(`${where}: the checkpoint's LoRA configuration ${meta.lora} differs from the policy's`);
   }
   const step = Number(meta.step);
   if (!Number.isInteger(step) || step < 0)
     throw new Error(`${where}: the checkpoint's step "${meta.step}" is invalid`);
+  const optimizer = options.optimizer ?? true;
   const copies: [Float32Array, Float32Array][] = [];
   for (const t of policy.tensors) {
-    for (const [suffix, target] of [
-      ["", t.value],
-      ["::adam_m", t.m],
-      ["::adam_v", t.v],
-    ] as const) {
+    const parts: [string, Float32Array][] = [["", t.value]];
+    if (optimizer) parts.push(["::adam_m", t.m], ["::adam_v", t.v]);
+    for (const [suffix, target] of parts) {
       const stored = contents.tensors.get(t.name + suffix);
       if (!stored || stored.data.length !== target.length) {
         throw new Error(`${where}: tensor ${t.name + suffix} is ${stored ? "the wrong size" : "missing"}`);
@@ -54,6 +76,14 @@ export function restoreState(policy: Policy, files: ReadonlyMap<string, Uint8Arr
     }
   }
   for (const [from, to] of copies) to.set(from);
-  policy.step = step;
+  if (optimizer) policy.step = step;
+  else {
+    // Weights only: AdamW starts over (no moments, step 0), as a fresh optimizer would.
+    for (const t of policy.tensors) {
+      t.m.fill(0);
+      t.v.fill(0);
+    }
+    policy.step = 0;
+  }
   zeroGrads(policy);
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { type Caller, type Context, createInnerContext, ShortCache } from "@opentinker/api";
-import { authenticateApiKey, type Db, hashApiKey, type RequestWaiter } from "@opentinker/db";
+import { apiKeyCaller, authenticateApiKey, type Db, hashApiKey, type RequestWaiter } from "@opentinker/db";
 import { callerFromSessionCookie } from "./session.ts";
 
 /** The token of an `Authorization: Bearer <token>` header. */
@@ -24,6 +24,14 @@ export async function callerFromApiKey(db: Db, key: string | undefined): Promise
   if (!key) return null;
   return recent.through(hashApiKey(key), async () => {
     const found = await authenticateApiKey(db, key);
+    return found && { ...found, sessionId: null };
+  });
+}
+
+/** The team a key acts for, by the key's id (a Tinker JWT names it), or null when it is unknown or revoked. */
+export async function callerFromApiKeyId(db: Db, apiKeyId: string): Promise<Caller | null> {
+  return recent.through(`id:${apiKeyId}`, async () => {
+    const found = await apiKeyCaller(db, apiKeyId);
     return found && { ...found, sessionId: null };
   });
 }

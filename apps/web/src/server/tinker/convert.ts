@@ -160,3 +160,11 @@ export const sampleJson = (response: SampleResponse) => ({
   })),
   prompt_logprobs: response.promptLogprobs ?? null,
 });
+
+/** The SDK reads user metadata as strings; other JSON values are sent as their JSON text. */
+export function stringMetadata(value: unknown): Record<string, string> | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+  );
+}

@@ -2,24 +2,26 @@
 // (protobuf for forward/backward and sampling when the client accepts it), a
 // refusal as `{ error, category }`, or `try_again` after a long poll on the
 // request waiter (held below the SDK's 45 s read timeout; it polls again at once).
-import { findTinkerCall, getAdapter, type RequestOutcome, savedSamplerWeights } from "@opentinker/db";
+import { findTinkerCall, getAdapter, type RequestOutcome, requestInput } from "@opentinker/db";
 import {
   formatTinkerPath,
+  parseStatePath,
   REQUEST_OUTPUTS,
   ZForwardBackwardOutput,
   ZSampleResponse,
 } from "@opentinker/protocol";
-import { CREATED_MODEL_FUTURE, parseBody, type Scope, samplingSessionId } from "./calls.ts";
 import { forwardBackwardJson, sampleJson, TinkerError } from "./convert.ts";
+import { CREATED_MODEL_FUTURE } from "./models.ts";
 import { ZRetrieveFutureBody } from "./schemas.ts";
+import { parseBody, type Reply, type Scope } from "./scope.ts";
+import { samplerForSavedWeights } from "./sessions.ts";
+import { SAMPLING_SESSION_WEIGHTS } from "./training.ts";
 import { encodeForwardBackwardOutput, encodeSampleResponse } from "./wire.ts";
 
 /** How long one retrieve_future holds the connection before answering try_again. */
 export const LONG_POLL_MS = 25_000;
 /** A call still waiting for an earlier seq_id is asked about again after this pause. */
 const HELD_CALL_PAUSE_MS = 250;
-
-export type Reply = { json: unknown } | { protobuf: Uint8Array };
 
 const tryAgain = (requestId: string): Reply => ({
   json: { type: "try_again", request_id: requestId, queue_state: "active" },
@@ -46,20 +48,44 @@ async function present(scope: Scope, row: RequestOutcome, protobuf: boolean): Pr
     }
     case "OPTIM_STEP":
       return { json: { type: "optim_step", metrics: REQUEST_OUTPUTS.OPTIM_STEP.parse(row.output).metrics } };
-    case "SAVE_WEIGHTS_FOR_SAMPLER": {
-      const saved = await savedSamplerWeights(scope.ctx.db, scope.ctx.caller.teamId, row.id);
-      if (!saved) return failed("the saved weights' request is gone", "server");
-      const path = formatTinkerPath({ model: saved.adapterId, kind: "sampler_weights", name: saved.name });
-      return {
-        json: {
-          type: "save_weights_for_sampler",
-          path,
-          sampling_session_id: samplingSessionId({ model_path: path }),
-        },
-      };
-    }
+    case "SAVE_WEIGHTS_FOR_SAMPLER":
+    case "SAVE_STATE":
+    case "LOAD_STATE":
+    case "UNLOAD":
+      return { json: await presentWeightsCall(scope, row) };
     default:
       return { json: row.output };
+  }
+}
+
+/** What a weights call (save, load, unload) answers, from the input it ran with. */
+async function presentWeightsCall(scope: Scope, row: RequestOutcome) {
+  const call = await requestInput(scope.ctx.db, scope.ctx.caller.teamId, row.id);
+  const model = call?.adapterId ?? "";
+  const input = (call?.input ?? {}) as { name?: string; path?: string };
+  switch (row.kind) {
+    case "SAVE_WEIGHTS_FOR_SAMPLER": {
+      const name = input.name ?? "";
+      const path = formatTinkerPath({ model, kind: "sampler_weights", name });
+      const sampler = name.startsWith(SAMPLING_SESSION_WEIGHTS)
+        ? await samplerForSavedWeights(scope, { requestId: row.id, model, path })
+        : null;
+      return { type: "save_weights_for_sampler", path, sampling_session_id: sampler };
+    }
+    case "SAVE_STATE":
+      return {
+        type: "save_weights",
+        path: formatTinkerPath({ model, kind: "weights", name: input.name ?? "" }),
+      };
+    case "LOAD_STATE": {
+      const state = parseStatePath(input.path ?? "");
+      const path = state
+        ? formatTinkerPath({ model: state.adapter, kind: "weights", name: state.name })
+        : null;
+      return { type: "load_weights", path, model_id: model };
+    }
+    default:
+      return { type: "unload_model", model_id: model };
   }
 }
 

@@ -1,120 +1,114 @@
-// The Tinker protocol's HTTP front under /api/v1/ (DESIGN.md §8): the routes the
-// official Python SDK calls, authenticated by `X-API-Key: tml-<our key>`, each
-// answered by one function of calls.ts / futures.ts. Its paths are snake_case
-// single segments, so none meets one of our REST routes (/api/v1/<domain>/…).
+// The Tinker protocol's HTTP front under /api/v1/ (DESIGN.md §8): each route of
+// routes.ts, authenticated by `X-API-Key` (`tml-<our key>`, or a JWT minted for
+// one), answered in the shape the official SDK reads; refusals carry the status
+// our API gives the same mistake and `{ "detail": … }`. Download links carry no
+// key: the link's signature says what it may read.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createCaller, createInnerContext } from "@opentinker/api";
 import { NotFoundError } from "@opentinker/db";
-import { fromTinkerApiKey } from "@opentinker/protocol";
 import { TRPCError } from "@trpc/server";
-import { HttpError, readBodyBytes, readJsonBody } from "../api/body.ts";
-import { type ApiDeps, callerFromApiKey, forgetAuthenticatedKeys } from "../api/context.ts";
-import * as calls from "./calls.ts";
+import { HttpError } from "../api/body.ts";
+import { type ApiDeps, forgetAuthenticatedKeys } from "../api/context.ts";
+import { tinkerCaller } from "./auth.ts";
 import { TinkerError } from "./convert.ts";
+import { download } from "./downloads.ts";
 import { sendRefusal, trpcRefusal } from "./errors.ts";
-import { type Reply, retrieveFuture } from "./futures.ts";
 import type { TinkerModelAliases } from "./model-names.ts";
-import { ZForwardBackwardBody, ZForwardBody } from "./schemas.ts";
-import { decodeForwardBackward, PROTOBUF, WireError } from "./wire.ts";
+import { matchRoute, TINKER_ROOTS } from "./routes.ts";
+import type { Reply, Scope } from "./scope.ts";
+import { PROTOBUF, WireError } from "./wire.ts";
 
-type Handler = (scope: calls.Scope, req: IncomingMessage) => Promise<Reply>;
+const PREFIX = "/api/v1/";
 
-const json =
-  (run: (scope: calls.Scope, body: unknown) => unknown): Handler =>
-  async (scope, req) => ({ json: await run(scope, await readJsonBody(req)) });
-
-const isProtobuf = (req: IncomingMessage) => (req.headers["content-type"] ?? "").startsWith(PROTOBUF);
-
-/** 0.25 sends protobuf (forward_only marks forward()); 0.24 sends the JSON body. */
-const forwardBackward: Handler = async (scope, req) => {
-  if (req.headers["content-encoding"] && req.headers["content-encoding"] !== "identity")
-    throw new HttpError(
-      415,
-      `content-encoding ${req.headers["content-encoding"]} is not accepted; send it uncompressed`,
-    );
-  if (isProtobuf(req)) {
-    const { forward_only, ...body } = decodeForwardBackward(await readBodyBytes(req));
-    return {
-      json: await calls.forwardBackward(scope, calls.parseBody(ZForwardBackwardBody, body), forward_only),
-    };
-  }
-  const body = calls.parseBody(ZForwardBackwardBody, await readJsonBody(req));
-  return { json: await calls.forwardBackward(scope, body, false) };
-};
-
-const forward: Handler = async (scope, req) => {
-  const { forward_input, ...rest } = calls.parseBody(ZForwardBody, await readJsonBody(req));
-  return {
-    json: await calls.forwardBackward(scope, { ...rest, forward_backward_input: forward_input }, true),
-  };
-};
-
-const accepts = (req: IncomingMessage) => (req.headers.accept ?? "").includes(PROTOBUF);
-
-const ROUTES: Record<string, { method: "GET" | "POST"; handler: Handler }> = {
-  "client/config": { method: "POST", handler: json(() => calls.clientConfig()) },
-  create_session: { method: "POST", handler: json((_, body) => calls.createSession(body)) },
-  session_heartbeat: { method: "POST", handler: json((_, body) => calls.sessionHeartbeat(body)) },
-  get_server_capabilities: {
-    method: "GET",
-    handler: async (scope) => ({ json: await calls.serverCapabilities(scope) }),
-  },
-  create_model: { method: "POST", handler: json(calls.createModel) },
-  get_info: { method: "POST", handler: json(calls.getInfo) },
-  forward_backward: { method: "POST", handler: forwardBackward },
-  forward: { method: "POST", handler: forward },
-  optim_step: { method: "POST", handler: json(calls.optimStep) },
-  save_weights_for_sampler: { method: "POST", handler: json(calls.saveWeightsForSampler) },
-  create_sampling_session: { method: "POST", handler: json(calls.createSamplingSession) },
-  asample: { method: "POST", handler: json(calls.sample) },
-  retrieve_future: {
-    method: "POST",
-    handler: async (scope, req) => retrieveFuture(scope, await readJsonBody(req), accepts(req)),
-  },
-  // Accepted and dropped: the SDK reports its own events here.
-  telemetry: { method: "POST", handler: async () => ({ json: { status: "accepted" } }) },
-};
-
-/** The Tinker route a path names (`/api/v1/<name>`), or null for any other path. */
+/** The Tinker path below /api/v1/ when `pathname` is one of the protocol's, else null. */
 export function tinkerRoute(pathname: string): string | null {
-  const name = pathname.replace(/^\/api\/v1\//, "").replace(/\/+$/, "");
-  return name === "healthz" || Object.hasOwn(ROUTES, name) ? name : null;
+  if (!pathname.startsWith(PREFIX)) return null;
+  const path = pathname.slice(PREFIX.length).replace(/\/+$/, "");
+  return TINKER_ROOTS.has(path.split("/")[0] ?? "") ? path : null;
 }
 
 function send(res: ServerResponse, reply: Reply): void {
+  const headers = { "cache-control": "no-store" };
+  if ("empty" in reply) {
+    res.writeHead(204, headers);
+    res.end();
+    return;
+  }
+  if ("file" in reply) {
+    const { contentType, filename, body } = reply.file;
+    res.writeHead(200, {
+      ...headers,
+      "content-type": contentType,
+      "content-disposition": `attachment; filename="${filename.replace(/[^A-Za-z0-9._-]/g, "_")}"`,
+    });
+    if (Buffer.isBuffer(body)) res.end(body);
+    else body.pipe(res);
+    return;
+  }
   const protobuf = "protobuf" in reply;
   const body = protobuf ? Buffer.from(reply.protobuf) : Buffer.from(JSON.stringify(reply.json));
   res.writeHead(200, {
+    ...headers,
     "content-type": protobuf ? PROTOBUF : "application/json; charset=utf-8",
     "content-length": body.byteLength,
-    "cache-control": "no-store",
   });
   res.end(body);
 }
 
 const UNAUTHENTICATED = "missing, unknown or revoked API key: send X-API-Key: tml-<your OpenTinker API key>";
 
+/** Where the caller reached this service (links it is handed must work from there). */
+function originOf(req: IncomingMessage): string {
+  const forwarded = req.headers["x-forwarded-proto"];
+  const proto = typeof forwarded === "string" && /^https?$/.test(forwarded) ? forwarded : "http";
+  return `${proto}://${req.headers.host ?? "localhost"}`;
+}
+
+function query(req: IncomingMessage): Record<string, string> {
+  return Object.fromEntries(new URL(req.url ?? "/", "http://localhost").searchParams);
+}
+
+async function answer(deps: ApiDeps & { aliases: TinkerModelAliases }, req: IncomingMessage, path: string) {
+  if (path === "healthz" && req.method === "GET") return { json: { status: "ok" } };
+  if (path.startsWith("downloads/") && req.method === "GET")
+    return download(deps.db, deps.sessionSecret, path.slice("downloads/".length));
+  let matched: ReturnType<typeof matchRoute>;
+  try {
+    matched = matchRoute(req.method ?? "GET", path);
+  } catch {
+    throw new TinkerError(400, `malformed path /api/v1/${path}`);
+  }
+  if (!matched.route) {
+    if (matched.allowed.length > 0)
+      throw new TinkerError(405, `use ${matched.allowed.join(" or ")} /api/v1/${path}`);
+    throw new TinkerError(404, `no Tinker route ${req.method} /api/v1/${path}`);
+  }
+  const { route, params } = matched;
+  const header = req.headers["x-api-key"];
+  const caller = await tinkerCaller(deps.db, deps.sessionSecret, typeof header === "string" ? header : "");
+  if (!caller) throw new TinkerError(401, UNAUTHENTICATED);
+  const ctx = createInnerContext({
+    db: deps.db,
+    waiter: deps.waiter,
+    caller,
+    remoteEnvHosts: deps.remoteEnvHosts,
+    keyRevoked: forgetAuthenticatedKeys,
+  });
+  const scope: Scope = {
+    ctx: { ...ctx, caller },
+    api: createCaller(ctx),
+    aliases: deps.aliases,
+    secret: deps.sessionSecret,
+    origin: originOf(req),
+  };
+  return route.handler({ scope, req, params, query: query(req) });
+}
+
 export function createTinkerHandler(deps: ApiDeps & { tinkerModels?: TinkerModelAliases }) {
-  const aliases = deps.tinkerModels ?? {};
-  return async (req: IncomingMessage, res: ServerResponse, name: string): Promise<void> => {
-    if (name === "healthz") return send(res, { json: { status: "ok" } });
-    const route = ROUTES[name];
-    if (!route) return sendRefusal(res, 404, `no Tinker route ${name}`);
-    if (req.method !== route.method) return sendRefusal(res, 405, `use ${route.method} /api/v1/${name}`);
+  const withAliases = { ...deps, aliases: deps.tinkerModels ?? {} };
+  return async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
     try {
-      const header = req.headers["x-api-key"];
-      const key = fromTinkerApiKey(typeof header === "string" ? header : "");
-      const caller = key ? await callerFromApiKey(deps.db, key) : null;
-      if (!caller) return sendRefusal(res, 401, UNAUTHENTICATED);
-      const ctx = createInnerContext({
-        db: deps.db,
-        waiter: deps.waiter,
-        caller,
-        remoteEnvHosts: deps.remoteEnvHosts,
-        keyRevoked: forgetAuthenticatedKeys,
-      });
-      const scope = { ctx: { ...ctx, caller }, api: createCaller(ctx), aliases };
-      send(res, await route.handler(scope, req));
+      send(res, await answer(withAliases, req, path));
     } catch (error) {
       if (error instanceof TinkerError || error instanceof HttpError)
         return sendRefusal(res, error.status, error.message);
@@ -123,10 +117,10 @@ export function createTinkerHandler(deps: ApiDeps & { tinkerModels?: TinkerModel
       if (error instanceof TRPCError) {
         const refusal = trpcRefusal(error);
         if (refusal.errorStatus >= 500)
-          console.error(`web: tinker ${name} failed: ${error.cause?.message ?? error.message}`);
+          console.error(`web: tinker ${path} failed: ${error.cause?.message ?? error.message}`);
         return sendRefusal(res, refusal.errorStatus, refusal.error);
       }
-      console.error(`web: tinker ${name} failed: ${error instanceof Error ? error.message : error}`);
+      console.error(`web: tinker ${path} failed: ${error instanceof Error ? error.message : error}`);
       sendRefusal(res, 500, "internal error");
     }
   };

@@ -50,18 +50,19 @@ export const ZForwardBody = z.object({
 export const ZClientConfigBody = z.object({ sdk_version: z.string().optional() });
 
 export const ZCreateSessionBody = z.object({
-  tags: z.array(z.string()).default([]),
-  user_metadata: z.record(z.string(), z.unknown()).nullish(),
-  sdk_version: z.string().default("unknown"),
+  tags: z.array(z.string().max(256)).max(64).default([]),
+  user_metadata: z.record(z.string(), z.json()).nullish(),
+  sdk_version: z.string().max(64).default("unknown"),
+  project_id: z.string().max(128).nullish(),
 });
 
 export const ZSessionBody = z.object({ session_id: z.string().min(1) });
 
 export const ZCreateModelBody = z.object({
-  session_id: z.string().optional(),
-  model_seq_id: z.number().int().optional(),
+  session_id: z.string().nullish(),
+  model_seq_id: z.number().int().nullish(),
   base_model: z.string().min(1),
-  user_metadata: z.record(z.string(), z.unknown()).nullish(),
+  user_metadata: z.record(z.string(), z.json()).nullish(),
   lora_config: z
     .object({
       rank: z.number().int(),
@@ -74,6 +75,8 @@ export const ZCreateModelBody = z.object({
 });
 
 export const ZModelIdBody = z.object({ model_id: ZModelId });
+
+export const ZUnloadModelBody = z.object({ model_id: ZModelId });
 
 export const ZOptimStepBody = z.object({
   model_id: ZModelId,
@@ -88,16 +91,9 @@ export const ZOptimStepBody = z.object({
   }),
 });
 
-export const ZSaveWeightsForSamplerBody = z.object({
-  model_id: ZModelId,
-  seq_id: ZSeqId,
-  path: z.string().nullish(),
-  sampling_session_seq_id: z.number().int().nullish(),
-});
-
 export const ZCreateSamplingSessionBody = z.object({
-  session_id: z.string().optional(),
-  sampling_session_seq_id: z.number().int().optional(),
+  session_id: z.string().nullish(),
+  sampling_session_seq_id: z.number().int().nonnegative().nullish(),
   base_model: z.string().nullish(),
   model_path: z.string().nullish(),
 });

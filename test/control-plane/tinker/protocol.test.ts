@@ -2,167 +2,55 @@
 // worker: the request and response shapes of the official Python SDK (0.25's
 // protobuf forward/backward and results, 0.24's JSON forms), futures with
 // try_again, seq_id ordering, the refusals it expects, and tenancy.
-import { tinkerApiKey } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { wireMessages } from "../../apps/web/src/server/tinker/wire.ts";
-import { BASE, ControlPlane, type Team } from "./harness.ts";
-
-/** A decoded bytes field's own buffer (protobufjs may hand out views of a larger one). */
-const own = (b: Uint8Array | undefined) => Uint8Array.from(b ?? []).buffer;
-const { ForwardBackwardRequest, ForwardBackwardOutputMessage, SampleResponseMessage } = wireMessages;
-const PROTOBUF = "application/x-protobuf";
+import { BASE, ControlPlane, type Team } from "../harness.ts";
+import {
+  bindTinker,
+  createSession,
+  createModel as createTinkerModel,
+  DTYPE_FLOAT32,
+  DTYPE_INT64,
+  decodeFwdBwd,
+  float32Bytes,
+  fwdBwdProto,
+  int32Bytes,
+  int64Bytes,
+  keyOf,
+  own,
+  PROTOBUF,
+  SampleResponseMessage,
+  sftDatum,
+} from "./client.ts";
 
 let cp: ControlPlane;
 let team: Team;
 let other: Team;
+let sessionId = "";
+const { tinker, result } = bindTinker(() => cp);
 
 beforeAll(async () => {
   cp = await ControlPlane.start();
   team = await cp.team("tinker");
   other = await cp.team("tinker-other");
   await cp.startWorker();
+  sessionId = await createSession(cp, keyOf(team));
 }, 60_000);
 afterAll(() => cp?.stop());
-
-interface Answer<T> {
-  status: number;
-  body: T;
-  type: string;
-  bytes: Uint8Array;
-  /** The content-length header: the SDK takes a 400 without one for a proxy's refusal. */
-  length: string | null;
-}
-
-/** One Tinker call as the SDK makes it: `X-API-Key`, JSON or protobuf bodies. */
-async function tinker<T = Record<string, unknown>>(
-  key: string | null,
-  path: string,
-  body?: unknown,
-  options: { method?: string; protobufBody?: Uint8Array; acceptProtobuf?: boolean } = {},
-): Promise<Answer<T>> {
-  const headers: Record<string, string> = key === null ? {} : { "x-api-key": key };
-  if (options.acceptProtobuf) headers.accept = PROTOBUF;
-  let payload: string | Buffer | undefined;
-  if (options.protobufBody) {
-    headers["content-type"] = PROTOBUF;
-    payload = Buffer.from(options.protobufBody);
-  } else if (body !== undefined) {
-    headers["content-type"] = "application/json";
-    payload = typeof body === "string" ? body : JSON.stringify(body);
-  }
-  const response = await fetch(`${cp.url}/api/v1/${path}`, {
-    method: options.method ?? (payload === undefined ? "GET" : "POST"),
-    headers,
-    ...(payload === undefined ? {} : { body: payload }),
-  });
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  const type = response.headers.get("content-type") ?? "";
-  const parsed = type.startsWith(PROTOBUF) ? null : JSON.parse(Buffer.from(bytes).toString() || "null");
-  return {
-    status: response.status,
-    body: parsed as T,
-    type,
-    bytes,
-    length: response.headers.get("content-length"),
-  };
-}
-
-const keyOf = (t: Team) => tinkerApiKey(t.key);
-
-/** Polls retrieve_future as the SDK does (again at once after try_again), up to `polls` times. */
-async function result<T = Record<string, unknown>>(key: string, requestId: string, acceptProtobuf = false) {
-  for (let poll = 0; poll < 20; poll++) {
-    const answer = await tinker<T & { type?: string }>(
-      key,
-      "retrieve_future",
-      { request_id: requestId },
-      { acceptProtobuf },
-    );
-    if (answer.status !== 200)
-      throw new Error(`retrieve_future: ${answer.status} ${JSON.stringify(answer.body)}`);
-    if (answer.body?.type !== "try_again") return answer;
-  }
-  throw new Error(`future ${requestId} still pending`);
-}
-
-const int32Bytes = (values: number[]) => new Uint8Array(new Int32Array(values).buffer);
-const int64Bytes = (values: number[]) => new Uint8Array(new BigInt64Array(values.map(BigInt)).buffer);
-const float32Bytes = (values: number[]) => new Uint8Array(new Float32Array(values).buffer);
-const DTYPE_FLOAT32 = 1;
-const DTYPE_INT64 = 2;
-
-/** A next-token SFT datum of `tokens` as the SDK's protobuf encoder writes it. */
-function sftDatum(tokens: number[]) {
-  const targets = tokens.slice(1);
-  return {
-    model_input: [{ encoded_text: { tokens: int32Bytes(tokens.slice(0, -1)) } }],
-    loss_fn_inputs: {
-      target_tokens: { dense: int64Bytes(targets), dtype: DTYPE_INT64, shape: [targets.length] },
-      weights: { dense: float32Bytes(targets.map(() => 1)), dtype: DTYPE_FLOAT32, shape: [targets.length] },
-    },
-  };
-}
-
-function fwdBwdProto(fields: {
-  model_id: string;
-  seq_id: number;
-  data: unknown[];
-  loss_fn?: string;
-  forward_only?: boolean;
-  loss_fn_config?: Record<string, number>;
-}) {
-  const msg = ForwardBackwardRequest.fromObject({ loss_fn: "cross_entropy", ...fields });
-  return ForwardBackwardRequest.encode(msg).finish();
-}
-
-/** The decoded protobuf ForwardBackwardOutput: metrics and each field's per-datum float32 values. */
-function decodeFwdBwd(bytes: Uint8Array) {
-  const out = ForwardBackwardOutputMessage.toObject(ForwardBackwardOutputMessage.decode(bytes), {
-    longs: Number,
-    defaults: true,
-  }) as {
-    loss_fn_output_type: string;
-    metrics: Record<string, number>;
-    loss_fn_outputs: {
-      num_datums: number;
-      fields: Record<string, { data: Uint8Array; offsets: Uint8Array; dtype: number }>;
-    }[];
-  };
-  const record = out.loss_fn_outputs[0];
-  const field = (name: string) => {
-    const f = record?.fields[name];
-    if (!f) return [];
-    const offsets = Array.from(new BigInt64Array(own(f.offsets)), Number);
-    const values = new Float32Array(own(f.data));
-    return offsets
-      .slice(0, -1)
-      .map((start, i) => Array.from(values.slice(start / 4, (offsets[i + 1] as number) / 4)));
-  };
-  return { ...out, numDatums: record?.num_datums ?? 0, field };
-}
 
 let modelId = "";
 let seq = 0;
 
-async function createModel(key: string) {
-  const created = await tinker<{ request_id: string; model_id: string }>(key, "create_model", {
-    session_id: "s",
-    model_seq_id: 0,
-    base_model: BASE,
-    lora_config: { rank: 4, train_unembed: false },
-    type: "create_model",
-  });
-  expect(created.status).toBe(200);
-  const done = await result<{ model_id: string; type: string }>(key, created.body.request_id);
-  expect(done.body).toEqual({ type: "create_model", model_id: created.body.model_id });
-  return created.body.model_id;
-}
+const createModel = (key: string) => createTinkerModel(cp, key, BASE, key === keyOf(team) ? sessionId : "");
 
 describe("Tinker protocol: service calls", () => {
   it("answers client/config with the flags the SDK needs, and refuses calls without a tml- key", async () => {
     const config = await tinker(keyOf(team), "client/config", { sdk_version: "0.25.0" });
     expect(config.status).toBe(200);
-    expect(config.body).toMatchObject({ use_pyqwest_transport: false, pjwt_auth_enabled: false });
+    expect(config.body).toMatchObject({
+      use_pyqwest_transport: false,
+      pjwt_auth_enabled: true,
+      proto_compress_fwdbwd: true,
+    });
     for (const key of [null, team.key, "tml-ot_not-a-key", `tml-${other.key}x`]) {
       const refused = await tinker<{ detail: string }>(key, "client/config", { sdk_version: "0.25.0" });
       expect(refused.status).toBe(401);
@@ -192,7 +80,7 @@ describe("Tinker protocol: service calls", () => {
   it("refuses an unknown base model with the list of served ones, creating nothing", async () => {
     const before = await cp.t.db.adapter.count();
     const refused = await tinker<{ detail: string }>(keyOf(team), "create_model", {
-      session_id: "s",
+      session_id: sessionId,
       model_seq_id: 0,
       base_model: "Qwen/Qwen3-8B",
       lora_config: { rank: 4 },
@@ -434,7 +322,7 @@ describe("Tinker protocol: sampling", () => {
     const done = await result<{ path: string }>(keyOf(team), saved.body.request_id);
     expect(done.body.path).toBe(`tinker://${modelId}/sampler_weights/step-1`);
     const session = await tinker<{ sampling_session_id: string }>(keyOf(team), "create_sampling_session", {
-      session_id: "s",
+      session_id: sessionId,
       sampling_session_seq_id: 0,
       model_path: done.body.path,
     });
