@@ -7,11 +7,12 @@
 import {
   type Db,
   findCheckpoint,
-  getSnapshotByHandle,
+  findPublishedCheckpoint,
   latestCheckpoint,
   latestSnapshot,
   publishSnapshot,
   recordCheckpoint,
+  sampleableSnapshot,
   setAdapterStep,
 } from "@opentinker/db";
 import {
@@ -72,12 +73,12 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
     throw new UnknownHandleError(`policy handle ${handle} must be resolved within a team`);
   }
 
-  /** The team's snapshot with this handle; another team's answers like an unknown one. */
+  /** A snapshot the team may sample (its own, or a published one); any other answers like an unknown one. */
   async resolveInTeam(teamId: string, handle: string): Promise<SnapshotRecord> {
     const key = `${teamId}\0${handle}`;
     const hit = this.resolved.get(key);
     if (hit && hit.until > Date.now()) return hit.record;
-    const row = await getSnapshotByHandle(this.db, teamId, handle);
+    const row = await sampleableSnapshot(this.db, teamId, handle);
     if (!row) throw new UnknownHandleError(`unknown policy handle ${handle}`);
     const record = await this.record(row, row.adapterId);
     if (this.resolved.size > 10_000) this.resolved.clear();
@@ -127,6 +128,10 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
 
   findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null> {
     return findCheckpoint(this.db, where.teamId, where.adapter, name);
+  }
+
+  findPublishedCheckpoint(team: string, adapter: string, name: string): Promise<StoredRef | null> {
+    return findPublishedCheckpoint(this.db, team, adapter, name);
   }
 
   latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null> {

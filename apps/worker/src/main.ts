@@ -7,6 +7,7 @@ import { setKernelThreads } from "@opentinker/kernels";
 import type { Runner, TaskList } from "graphile-worker";
 import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
+import { expirySweeper } from "./expiry.ts";
 import { type Heartbeat, startHeartbeat } from "./heartbeat.ts";
 import { FollowUps, startQueue } from "./queue.ts";
 import { jobTask } from "./tasks/job.ts";
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     env.OPENTINKER_REMOTE_ENV_HOSTS,
   );
   const bases = await host.loadBases((line) => console.error(line));
+  const sweepExpired = expirySweeper(db, host.store);
   heartbeat = await startHeartbeat(
     db,
     {
@@ -69,8 +71,12 @@ async function main(): Promise<void> {
       onError: (error) => console.error(`worker: heartbeat failed: ${message(error)}`),
       // Written off by the others (e.g. a long stall): what it held was released.
       onRevived: () => host.releaseAll(),
-      onTick: () =>
-        void reapLostWorkers(db).catch((error) => console.error(`worker: reaping failed: ${message(error)}`)),
+      onTick: () => {
+        void reapLostWorkers(db).catch((error) => console.error(`worker: reaping failed: ${message(error)}`));
+        void sweepExpired().catch((error) =>
+          console.error(`worker: deleting expired weights failed: ${message(error)}`),
+        );
+      },
     },
   );
   const workerId = heartbeat.workerId();

@@ -93,6 +93,14 @@ export async function adapterBaseModel(db: DbTx, teamId: string, adapterId: stri
 /** Saved weights whose TTL has not run out (the worker deletes expired ones later). */
 export const unexpired = () => ({ OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] });
 
+/** Another team's checkpoint while its owner publishes it (read-only to every team), or null. */
+export function findPublishedCheckpoint(db: DbTx, teamSlug: string, adapterId: string, name: string) {
+  return db.checkpoint.findFirst({
+    where: { team: { slug: teamSlug }, adapterId, name, publishedAt: { not: null }, ...unexpired() },
+    select: { id: true, name: true, step: true, path: true, checksum: true },
+  });
+}
+
 export function findCheckpoint(db: DbTx, teamId: string, adapterId: string, name: string) {
   return db.checkpoint.findFirst({
     where: { teamId, adapterId, name, ...unexpired() },

@@ -67,13 +67,37 @@ export async function snapshotInfo(db: DbTx, teamId: string, handle: string) {
   return { ...snapshot, baseModel: adapter.baseModel.name };
 }
 
-/** The team's snapshot with this handle and the base model it samples over, or null. */
+/**
+ * What a team may sample: its own snapshots, and other teams' while their
+ * owners publish them (read-only); never an expired one.
+ */
+const sampleable = (teamId: string, handle: string) => ({
+  handle,
+  OR: [{ teamId }, { publishedAt: { not: null } }],
+  AND: [{ OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] }],
+});
+
+/**
+ * A snapshot the team may sample with this handle and the base model it samples
+ * over, or null. `adapterId` is set only for the team's own (a request of the
+ * team never names another team's adapter).
+ */
 export async function snapshotPolicy(db: DbTx, teamId: string, handle: string) {
   const row = await db.snapshot.findFirst({
-    where: { teamId, handle },
-    select: { adapterId: true, adapter: { select: { baseModel: { select: modelLimitsSelect } } } },
+    where: sampleable(teamId, handle),
+    select: {
+      teamId: true,
+      adapterId: true,
+      adapter: { select: { baseModel: { select: modelLimitsSelect } } },
+    },
   });
-  return row ? { adapterId: row.adapterId, baseModel: row.adapter.baseModel } : null;
+  if (!row) return null;
+  return { adapterId: row.teamId === teamId ? row.adapterId : null, baseModel: row.adapter.baseModel };
+}
+
+/** A snapshot the team may sample with this handle (its own, or a published one), or null. */
+export function sampleableSnapshot(db: DbTx, teamId: string, handle: string) {
+  return db.snapshot.findFirst({ where: sampleable(teamId, handle), select: snapshotSelect });
 }
 
 /** C3: the registry's latest published snapshot of an adapter, or null. */

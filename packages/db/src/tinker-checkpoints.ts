@@ -104,6 +104,8 @@ export async function latestSavedWeights(db: DbTx, teamId: string, adapterIds: r
 export interface FoundCheckpoint {
   id: string;
   teamId: string;
+  /** The owner's slug (state paths and handles name teams by it). */
+  teamSlug: string;
   adapterId: string;
   name: string;
   path: string;
@@ -120,8 +122,10 @@ export async function findTrainingCheckpoint(
   name: string,
 ): Promise<FoundCheckpoint | null> {
   const rows = await db.$queryRaw<FoundCheckpoint[]>`
-    SELECT c.id, c."teamId", c."adapterId", c.name, c.path, c.checksum, c."publishedAt", c."expiresAt"
-    FROM "Checkpoint" c WHERE c."adapterId" = ${adapterId} AND c.name = ${name} AND ${visible("c", reader)}`;
+    SELECT c.id, c."teamId", t.slug AS "teamSlug", c."adapterId", c.name, c.path, c.checksum,
+      c."publishedAt", c."expiresAt"
+    FROM "Checkpoint" c JOIN "Team" t ON t.id = c."teamId"
+    WHERE c."adapterId" = ${adapterId} AND c.name = ${name} AND ${visible("c", reader)}`;
   return rows[0] ?? null;
 }
 
@@ -139,10 +143,11 @@ export async function findSamplerCheckpoint(
 ): Promise<FoundSnapshot | null> {
   const version = VERSION_NAME.exec(name)?.[1];
   const rows = await db.$queryRaw<FoundSnapshot[]>`
-    SELECT id, "teamId", "adapterId", name, path, checksum, "publishedAt", "expiresAt", handle, version
-    FROM (${namedSnapshots(reader, adapterId)}) named
-    WHERE name = ${name} ${version ? Prisma.sql`OR version = ${Number(version)}` : Prisma.empty}
-    ORDER BY (name = ${name}) DESC LIMIT 1`;
+    SELECT named.id, "teamId", t.slug AS "teamSlug", "adapterId", named.name, path, checksum,
+      "publishedAt", "expiresAt", handle, version
+    FROM (${namedSnapshots(reader, adapterId)}) named JOIN "Team" t ON t.id = named."teamId"
+    WHERE named.name = ${name} ${version ? Prisma.sql`OR version = ${Number(version)}` : Prisma.empty}
+    ORDER BY (named.name = ${name}) DESC LIMIT 1`;
   return rows[0] ?? null;
 }
 

@@ -97,3 +97,8 @@ ALTER TABLE "TinkerSampler" ADD CONSTRAINT "TinkerSampler_teamId_sessionId_fkey"
 
 -- AddForeignKey
 ALTER TABLE "AuditEvent" ADD CONSTRAINT "AuditEvent_teamId_fkey" FOREIGN KEY ("teamId") REFERENCES "Team"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- Hand-written: workers look for expired saved weights every few seconds; only
+-- the few with a TTL are indexed.
+CREATE INDEX "Checkpoint_expiresAt_idx" ON "Checkpoint"("expiresAt") WHERE "expiresAt" IS NOT NULL;
+CREATE INDEX "Snapshot_expiresAt_idx" ON "Snapshot"("expiresAt") WHERE "expiresAt" IS NOT NULL;

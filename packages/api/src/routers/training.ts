@@ -7,6 +7,7 @@ import {
   type Db,
   enqueueTrainingRequest,
   findCheckpoint,
+  findPublishedCheckpoint,
   type TrainingRequestKind,
 } from "@opentinker/db";
 import {
@@ -62,12 +63,15 @@ const checkNewState: PayloadCheck<z.infer<typeof ZSaveStateInput>> = async (payl
     });
 };
 
-/** Only the team's own checkpoints load; any other path answers as a missing one. */
+/** The team's own checkpoints load, and other teams' while published; any other path answers as a missing one. */
 const checkSavedState: PayloadCheck<z.infer<typeof ZLoadStateInput>> = async (payload, { db, caller }) => {
   const state = parseStatePath(payload.path);
-  const ours = state?.team === caller.teamSlug;
-  if (!ours || !(await findCheckpoint(db, caller.teamId, state.adapter, state.name)))
-    notFound("checkpoint", payload.path);
+  if (!state) return notFound("checkpoint", payload.path);
+  const found =
+    state.team === caller.teamSlug
+      ? await findCheckpoint(db, caller.teamId, state.adapter, state.name)
+      : await findPublishedCheckpoint(db, state.team, state.adapter, state.name);
+  if (!found) notFound("checkpoint", payload.path);
 };
 
 function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(

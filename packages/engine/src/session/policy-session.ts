@@ -107,16 +107,18 @@ export class PolicySession {
   }
 
   /**
-   * Restores a checkpoint of this policy, or of another policy of its team with
-   * the same configuration, named by the path checkpoint returned; with
-   * `optimizer: false` only the weights (AdamW starts over).
+   * Restores a checkpoint of this policy, or of another policy of its team (or
+   * one another team publishes) with the same configuration, named by the path
+   * checkpoint returned; with `optimizer: false` only the weights (AdamW starts over).
    */
   async restore(path: string, options: { optimizer?: boolean } = {}): Promise<void> {
     const state = parseStatePath(path);
-    const ours = state?.team === this.where.team;
-    const stored = ours
-      ? await this.backing.registry.findCheckpoint({ ...this.where, adapter: state.adapter }, state.name)
-      : null;
+    const { registry } = this.backing;
+    const stored = !state
+      ? null
+      : state.team === this.where.team
+        ? await registry.findCheckpoint({ ...this.where, adapter: state.adapter }, state.name)
+        : await registry.findPublishedCheckpoint(state.team, state.adapter, state.name);
     if (!stored) throw new RangeError(`loadState: checkpoint ${path} not found`);
     await this.restoreFrom(stored, options);
     await this.backing.registry.recordStep(this.where, this.policy.step);

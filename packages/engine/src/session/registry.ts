@@ -50,6 +50,8 @@ export interface PolicyRegistry {
   ): Promise<string | null>;
   /** The policy's own checkpoint named `name`, or null. */
   findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null>;
+  /** Another team's checkpoint while its owner publishes it (`team` as paths name it), or null. */
+  findPublishedCheckpoint(team: string, adapter: string, name: string): Promise<StoredRef | null>;
   /** The policy's newest checkpoint (restored when a session opens), or null. */
   latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null>;
   /** The trainer step changed (an optimizer step, a restore): a durable registry writes it down. */
@@ -101,6 +103,11 @@ export class InMemoryPolicyRegistry implements PolicyRegistry {
 
   async findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null> {
     return this.of(where).get(name)?.stored ?? null;
+  }
+
+  /** In-process policies belong to one owner: nothing is published to others. */
+  async findPublishedCheckpoint(): Promise<StoredRef | null> {
+    return null;
   }
 
   /** The highest step's, the newest among equals (as the worker's registry orders them). */

@@ -72,21 +72,17 @@ export function saveWeights(scope: Scope, body: unknown) {
   });
 }
 
-/** load_weights: a training checkpoint of the team's (the model's own or another run's) into the model. */
+/** load_weights: a training checkpoint of the team's (the model's own or another run's), or a published one. */
 export async function loadWeights(scope: Scope, body: unknown) {
   const input = parseBody(ZLoadWeightsBody, body);
   if (!input.model_id) throw new TinkerError(400, "model_id: required (create the model first)");
   const source = tinkerPathOf(input.path, "path", "weights");
-  const found = await findTrainingCheckpoint(
-    scope.ctx.db,
-    { teamId: scope.ctx.caller.teamId },
-    source.model,
-    source.name,
-  );
-  if (!found) notFound(`path: ${input.path}`);
+  const reader = { teamId: scope.ctx.caller.teamId, published: true };
+  const found = await findTrainingCheckpoint(scope.ctx.db, reader, source.model, source.name);
+  if (!found) return notFound(`path: ${input.path}`);
   return trainingCall(scope, "LOAD_STATE", input.model_id, input.seq_id, {
     adapterId: input.model_id,
-    path: formatStatePath({ team: scope.ctx.caller.teamSlug, adapter: source.model, name: source.name }),
+    path: formatStatePath({ team: found.teamSlug, adapter: source.model, name: source.name }),
     optimizer: input.optimizer,
   });
 }
