@@ -12,7 +12,9 @@ get_tokenizer needs transformers: each is skipped, saying so, when its module is
 
 import asyncio
 import datetime
+import json
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -53,6 +55,29 @@ def train_steps(training: tinker.TrainingClient, steps: int) -> list[float]:
     return losses
 
 
+def compare_with_typescript_sdk(service, training, model_id: str, sampler_path: str) -> None:
+    """The same forward and seeded sample through OpenTinker's TypeScript SDK (ts_side.ts), on the same adapter."""
+    key = os.environ["TINKER_API_KEY"].removeprefix("tml-")
+    sequences = [[10, 11, 12, 13, 14, 15, 16, 17], [20, 21, 22, 23, 24, 25]]
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run(
+        ["node", "--import", "tsx", os.path.join(here, "ts_side.ts"), model_id, json.dumps(sequences)],
+        env={**os.environ, "OPENTINKER_URL": os.environ["TINKER_BASE_URL"], "OPENTINKER_API_KEY": key},
+        capture_output=True, text=True, cwd=os.path.join(here, "../.."), check=True,
+    )
+    ts = json.loads(out.stdout.strip().splitlines()[-1])
+    fwd = training.forward(DATA, "cross_entropy").result()
+    py_logprobs = [o["logprobs"].tolist() for o in fwd.loss_fn_outputs]
+    diff = max(abs(a - b) for p, t in zip(py_logprobs, ts["logprobs"]) for a, b in zip(p, t))
+    check("forward matches the TypeScript SDK on the same adapter", diff < 1e-6
+          and abs(fwd.metrics["loss:sum"] - ts["loss"]) < 1e-4, (diff, fwd.metrics["loss:sum"], ts["loss"]))
+    sampler = service.create_sampling_client(model_path=sampler_path)
+    sampled = sampler.sample(types.ModelInput.from_ints(sequences[0][:3]), 2,
+                             types.SamplingParams(max_tokens=6, temperature=1.0, seed=7)).result()
+    check("a seeded sample matches the TypeScript SDK's on the same snapshot",
+          [s.tokens for s in sampled.sequences] == ts["sampled"], ([s.tokens for s in sampled.sequences], ts["sampled"]))
+
+
 def service_and_training(service: tinker.ServiceClient) -> dict:
     caps = service.get_server_capabilities()
     check("ServiceClient.get_server_capabilities", BASE_MODEL in [m.model_name for m in caps.supported_models])
@@ -89,6 +114,7 @@ def service_and_training(service: tinker.ServiceClient) -> dict:
     sampler_path = training.save_weights_for_sampler("every-call-sampler").result().path
     check("TrainingClient.save_weights_for_sampler", sampler_path.endswith("/sampler_weights/every-call-sampler"),
           sampler_path)
+    compare_with_typescript_sdk(service, training, info.model_id, sampler_path)
     sampler = training.create_sampling_client(sampler_path)
     sampled = sampler.sample(types.ModelInput.from_ints([10, 11, 12]), 2,
                              types.SamplingParams(max_tokens=5, temperature=0.0)).result()
