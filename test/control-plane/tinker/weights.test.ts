@@ -40,14 +40,15 @@ const nextSeq = (model: string) => {
 };
 
 /** A training call of the model in its seq_id order, resolved. */
-async function call<T = Record<string, unknown>>(key: string, path: string, body: Record<string, unknown>) {
+type Called = { status: number; body: { detail?: string; path?: string; [field: string]: unknown } };
+
+async function call(key: string, path: string, body: Record<string, unknown>): Promise<Called> {
   const accepted = await tinker<{ request_id: string; detail?: string }>(key, path, {
     ...body,
     seq_id: nextSeq(body.model_id as string),
   });
-  if (accepted.status !== 200)
-    return { status: accepted.status, body: accepted.body as T & { detail?: string } };
-  const done = await result<T>(key, accepted.body.request_id);
+  if (accepted.status !== 200) return { status: accepted.status, body: { detail: accepted.body.detail } };
+  const done = await result<Called["body"]>(key, accepted.body.request_id);
   return { status: done.status, body: done.body };
 }
 
@@ -78,7 +79,7 @@ const listed = async (key: string, model: string) =>
 describe("Tinker weights: save and load", () => {
   it("saves a training checkpoint, refuses its name again unless overwrite, and loads it back exactly", async () => {
     await trainStep(keyOf(team), modelId);
-    const saved = await call<{ path: string; type: string }>(keyOf(team), "save_weights", {
+    const saved = await call(keyOf(team), "save_weights", {
       model_id: modelId,
       path: "ckpt-a",
     });
@@ -153,7 +154,7 @@ describe("Tinker weights: save and load", () => {
 
 describe("Tinker weights: listing, TTL, deletion", () => {
   it("lists a run's training and sampler checkpoints, and every checkpoint of the team with a cursor", async () => {
-    const sampler = await call<{ path: string }>(keyOf(team), "save_weights_for_sampler", {
+    const sampler = await call(keyOf(team), "save_weights_for_sampler", {
       model_id: modelId,
       path: "sampler-a",
     });
