@@ -140,6 +140,11 @@ export class EngineHost {
     this.sessions.clear();
   }
 
+  /** Whether this worker has the adapter's state in memory (opened or opening). */
+  holds(adapterId: string): boolean {
+    return this.sessions.has(adapterId);
+  }
+
   /** Drops an adapter's in-memory state (its job ended, or it was re-placed). */
   release(adapterId: string): void {
     this.sessions.delete(adapterId);

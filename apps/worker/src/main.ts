@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const workerId = heartbeat.workerId();
   const followUps = new FollowUps();
   const taskList: TaskList = {
-    [tasks.train(workerId)]: trainingTask(db, host, followUps),
+    [tasks.train(workerId)]: trainingTask(db, host, workerId, followUps),
     [tasks.job]: jobTask(db, host, workerId),
   };
   for (const base of bases) taskList[tasks.sample(base.id)] = samplingTask(db, host, base.id);

@@ -13,11 +13,14 @@ export function sessionAdapter(db: DbTx, teamId: string, adapterId: string) {
   });
 }
 
-/** The adapter's newest checkpoint (highest step, then newest), or null. */
+/**
+ * The adapter's most recently saved checkpoint, or null: its state as last
+ * saved, whatever its step (a weights-only load starts the step over).
+ */
 export function latestCheckpoint(db: DbTx, teamId: string, adapterId: string) {
   return db.checkpoint.findFirst({
     where: { teamId, adapterId, ...unexpired() },
-    orderBy: [{ step: "desc" }, { createdAt: "desc" }],
+    orderBy: [{ createdAt: "desc" }, { step: "desc" }],
     select: { path: true, checksum: true },
   });
 }

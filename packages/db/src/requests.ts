@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { Db, DbTx } from "./client.ts";
 import { NotFoundError, postgresCause, RETRY_SQLSTATE, rethrowDomainError } from "./errors.ts";
 import { Prisma, type RequestKind } from "./generated/prisma/client.ts";
-import { placeAdapter, staleAfterMs } from "./placement.ts";
+import { NoWorkerError, placeAdapter, staleAfterMs } from "./placement.ts";
 import { REQUEST_CHANNEL } from "./queue-names.ts";
 import { addJobSql, queueTasks } from "./queue-tasks.ts";
 
@@ -146,8 +146,34 @@ async function enqueueOnPlacedAdapter(
   return row.seq == null ? null : { requestId: id, seq: row.seq };
 }
 
-/** The adapter has no live worker: place it, then queue, in one transaction. */
-function enqueueAndPlace(db: Db, teamId: string, id: string, input: TrainingCall): Promise<EnqueuedRequest> {
+/**
+ * The adapter has no live worker: place it, then queue, in one transaction.
+ * When every worker that could hold it is full, the idlest adapter there is
+ * asked to leave (makeRoom) and the call is refused as retryable (503).
+ */
+async function enqueueAndPlace(
+  db: Db,
+  teamId: string,
+  id: string,
+  input: TrainingCall,
+): Promise<EnqueuedRequest> {
+  try {
+    return await placeAndQueue(db, teamId, id, input);
+  } catch (error) {
+    if (!(error instanceof NoWorkerError)) throw error;
+    const making = await makeRoom(db, input.adapterId).catch((cause: unknown) => {
+      console.error(`placement: could not make room for ${input.adapterId}: ${(cause as Error).message}`);
+      return false;
+    });
+    throw new NoWorkerError(
+      making
+        ? "every worker is full; the least recently used idle adapter is being saved and released to make room: retry in a moment"
+        : error.message,
+    );
+  }
+}
+
+function placeAndQueue(db: Db, teamId: string, id: string, input: TrainingCall): Promise<EnqueuedRequest> {
   return db.$transaction(async (tx) => {
     // The next seq under the adapter row's lock (which orders concurrent calls).
     const [row] = await tx.$queryRaw<{ seq: number | null }[]>`
@@ -296,4 +322,71 @@ export function parseRequestNotice(payload: string): { id: string; outcome: Requ
   if (!payload.startsWith("{")) return { id: payload, outcome: null };
   const outcome = JSON.parse(payload) as RequestOutcome;
   return { id: outcome.id, outcome };
+}
+
+/**
+ * Asks the least recently used idle adapter on a worker that could hold
+ * `adapterId` (same base model loaded) to save its state and leave: a RELEASE
+ * call queued behind its own calls. Idle: no unfinished call, no running job,
+ * no release already on its way. True when one was asked (or already is).
+ */
+export async function makeRoom(db: Db, adapterId: string): Promise<boolean> {
+  return db.$transaction(async (tx) => {
+    const stale = staleAfterMs();
+    const [victim] = await tx.$queryRaw<{ id: string; teamId: string; workerId: string; pending: boolean }[]>`
+      SELECT v.id, v."teamId", v."workerId",
+        EXISTS (SELECT 1 FROM "Request" r WHERE r."adapterId" = v.id AND r.kind = 'RELEASE'
+                AND r.status IN ('QUEUED', 'RUNNING')) AS pending
+      FROM "Adapter" v
+      JOIN "Worker" w ON w.id = v."workerId"
+      JOIN "Adapter" a ON a.id = ${adapterId}
+      JOIN "BaseModel" b ON b.id = a."baseModelId"
+      WHERE v.id <> ${adapterId} AND w.status = 'ONLINE' AND b.name = ANY(w."loadedModels")
+        AND w."heartbeatAt" > now() - make_interval(secs => ${stale / 1000}::float8)
+        AND NOT EXISTS (SELECT 1 FROM "Request" r WHERE r."adapterId" = v.id AND r.kind <> 'RELEASE'
+                        AND r.status IN ('QUEUED', 'RUNNING'))
+        AND NOT EXISTS (SELECT 1 FROM "Job" j WHERE j."adapterId" = v.id AND j.status IN ('QUEUED', 'RUNNING'))
+      ORDER BY pending DESC,
+        (SELECT max(r."createdAt") FROM "Request" r WHERE r."adapterId" = v.id) ASC NULLS FIRST
+      LIMIT 1
+      FOR UPDATE OF v SKIP LOCKED`;
+    if (!victim) return false;
+    if (victim.pending) return true;
+    const [row] = await tx.$queryRaw<{ seq: number }[]>`
+      UPDATE "Adapter" SET "requestSeq" = "requestSeq" + 1 WHERE id = ${victim.id} RETURNING "requestSeq" AS seq`;
+    const train = queueTasks.train;
+    await tx.$queryRaw`
+      WITH ${insertAndQueue({
+        id: randomUUID(),
+        teamId: victim.teamId,
+        adapterId: victim.id,
+        seq: row?.seq ?? null,
+        kind: "RELEASE",
+        payload: { adapterId: victim.id },
+        task: train.id(victim.workerId),
+        queue: train.queue(victim.id),
+        maxAttempts: train.maxAttempts,
+      })}
+      SELECT count(*) FROM queued_job`;
+    return true;
+  });
+}
+
+/**
+ * A RELEASE call (seq `seq`) ran on `workerId`: the adapter leaves it unless
+ * calls came in behind the release (then it stays, in use again). True when it left.
+ */
+export async function finishRelease(
+  db: DbTx,
+  teamId: string,
+  adapterId: string,
+  workerId: string,
+  seq: number,
+): Promise<boolean> {
+  const left = await db.$executeRaw`
+    UPDATE "Adapter" a SET "workerId" = NULL
+    WHERE a.id = ${adapterId} AND a."teamId" = ${teamId} AND a."workerId" = ${workerId}
+      AND NOT EXISTS (SELECT 1 FROM "Request" r WHERE r."adapterId" = a.id AND r.seq > ${seq}
+                      AND r.status IN ('QUEUED', 'RUNNING'))`;
+  return left === 1;
 }

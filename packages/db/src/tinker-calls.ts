@@ -58,18 +58,23 @@ export async function recordTinkerCall(
 /** What became of a call that was next in line. */
 export type TinkerCallOutcome = { requestId: string } | { errorStatus: number; error: string };
 
+/** Refusals that a later try may not meet (the service was busy): the call stays recorded, unqueued. */
+const RETRYABLE_STATUSES = new Set([429, 503]);
+
 /**
  * Queues, in seq_id order, every recorded call of the adapter whose
  * predecessors have all been queued (or refused). `queue` turns a call's input
- * into a Request; it runs under the adapter's lock, one call at a time.
+ * into a Request; it runs under the adapter's lock, one call at a time. A
+ * retryable refusal (busy) stops the release and is returned: that call stays
+ * next in line for the client's retry; else null.
  */
 export async function releaseTinkerCalls(
   db: Db,
   teamId: string,
   adapterId: string,
   queue: (call: { kind: RequestKind; input: Prisma.JsonValue }) => Promise<TinkerCallOutcome>,
-): Promise<void> {
-  await db.$transaction(
+): Promise<{ errorStatus: number; error: string } | null> {
+  return db.$transaction(
     async (tx) => {
       await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`tinker:${adapterId}`}))`;
       const [done] = await tx.$queryRaw<{ last: number | null }[]>`
@@ -82,10 +87,11 @@ export async function releaseTinkerCalls(
           where: { teamId, adapterId, seqId: next, requestId: null, errorStatus: null },
           select: { id: true, kind: true, input: true },
         });
-        if (!call) return;
+        if (!call) return null;
         // Queued outside this transaction (the Request and its job commit at once);
         // the lock keeps the next call from being queued before it.
         const outcome = await queue({ kind: call.kind, input: call.input });
+        if ("errorStatus" in outcome && RETRYABLE_STATUSES.has(outcome.errorStatus)) return outcome;
         await tx.tinkerCall.update({
           where: { id: call.id },
           data: { input: Prisma.DbNull, ...outcome },

@@ -117,6 +117,7 @@ export const REQUEST_OUTPUTS = {
   SAVE_STATE: ZSavedStateOutput,
   LOAD_STATE: z.null(),
   UNLOAD: z.null(),
+  RELEASE: z.null(),
   SAMPLE: ZSampleResponse,
   COMPUTE_LOGPROBS: ZLogprobsOutput,
 } as const;

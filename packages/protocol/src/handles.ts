@@ -85,6 +85,13 @@ export function parseJobCheckpointName(name: string): JobCheckpointName | null {
   return match ? { jobId: match[1] as string, step: Number(match[2]) } : null;
 }
 
+/**
+ * The checkpoint an idle adapter's state is saved under when its worker lets
+ * it go to make room for another (one per adapter, replaced each time); its
+ * next call restores it.
+ */
+export const RELEASED_CHECKPOINT = "auto-released";
+
 /** What a sampling request names: a published snapshot, or the bare base model. Never weights. */
 export const ZPolicyRef = z.union([
   z.object({ handle: ZSamplerHandle }),

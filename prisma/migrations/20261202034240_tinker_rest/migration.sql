@@ -1,5 +1,6 @@
 -- AlterEnum
 ALTER TYPE "RequestKind" ADD VALUE 'UNLOAD';
+ALTER TYPE "RequestKind" ADD VALUE 'RELEASE';
 
 -- AlterTable
 ALTER TABLE "Checkpoint" ADD COLUMN     "expiresAt" TIMESTAMP(3),

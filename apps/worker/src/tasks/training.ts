@@ -1,7 +1,8 @@
 // Training calls on an adapter placed on this worker, one at a time in seq order
 // (they share the adapter's queue).
-import { archiveAdapter, type Db, type Prisma } from "@opentinker/db";
+import { archiveAdapter, type Db, finishRelease, type Prisma } from "@opentinker/db";
 import {
+  RELEASED_CHECKPOINT,
   ZForwardInput,
   ZLoadStateInput,
   ZOptimStepInput,
@@ -17,9 +18,24 @@ import { type ClaimedRequest, requestTask } from "./request-task.ts";
 const expiresIn = (ttlSeconds: number | undefined) =>
   ttlSeconds === undefined ? null : new Date(Date.now() + ttlSeconds * 1000);
 
+/**
+ * Lets an idle adapter go to make room: its state is saved (the one
+ * RELEASED_CHECKPOINT, replaced each time; the next call restores it), then it
+ * leaves this worker unless calls came in behind the release.
+ */
+async function release(db: Db, host: EngineHost, workerId: string, request: ClaimedRequest): Promise<void> {
+  const adapterId = request.adapterId as string;
+  if (host.holds(adapterId)) {
+    const session = await host.session(request.teamId, adapterId);
+    await session.checkpoint(RELEASED_CHECKPOINT, undefined, { replace: true });
+  }
+  if (await finishRelease(db, request.teamId, adapterId, workerId, request.seq ?? 0)) host.release(adapterId);
+}
+
 async function runTraining(
   db: Db,
   host: EngineHost,
+  workerId: string,
   request: ClaimedRequest,
 ): Promise<Prisma.InputJsonValue | null> {
   if (!request.adapterId) throw new RangeError(`request ${request.id} names no adapter`);
@@ -29,6 +45,10 @@ async function runTraining(
     // Its state is not opened just to be dropped.
     host.release(request.adapterId);
     await archiveAdapter(db, request.teamId, request.adapterId);
+    return null;
+  }
+  if (request.kind === "RELEASE") {
+    await release(db, host, workerId, request);
     return null;
   }
   const session = await host.session(request.teamId, request.adapterId);
@@ -65,6 +85,6 @@ async function runTraining(
 }
 
 /** `followUps` hears when a call's adapter has more calls queued behind it. */
-export function trainingTask(db: Db, host: EngineHost, followUps: FollowUps): Task {
-  return requestTask(db, (request) => runTraining(db, host, request), followUps);
+export function trainingTask(db: Db, host: EngineHost, workerId: string, followUps: FollowUps): Task {
+  return requestTask(db, (request) => runTraining(db, host, workerId, request), followUps);
 }

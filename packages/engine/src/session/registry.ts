@@ -52,7 +52,7 @@ export interface PolicyRegistry {
   findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null>;
   /** Another team's checkpoint while its owner publishes it (`team` as paths name it), or null. */
   findPublishedCheckpoint(team: string, adapter: string, name: string): Promise<StoredRef | null>;
-  /** The policy's newest checkpoint (restored when a session opens), or null. */
+  /** The policy's most recently saved checkpoint (restored when a session opens), or null. */
   latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null>;
   /** The trainer step changed (an optimizer step, a restore): a durable registry writes it down. */
   recordStep(where: PolicyLocation, step: number): Promise<void>;
@@ -97,6 +97,8 @@ export class InMemoryPolicyRegistry implements PolicyRegistry {
     options: { replace?: boolean } = {},
   ): Promise<string | null> {
     const replaced = options.replace ? (this.of(where).get(name)?.stored.path ?? null) : null;
+    // Re-inserted, so the map's order stays the order of saving.
+    this.of(where).delete(name);
     this.of(where).set(name, checkpoint);
     return replaced;
   }
@@ -110,11 +112,9 @@ export class InMemoryPolicyRegistry implements PolicyRegistry {
     return null;
   }
 
-  /** The highest step's, the newest among equals (as the worker's registry orders them). */
+  /** The most recently saved (as the worker's registry orders them). */
   async latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null> {
-    let latest: RecordedObject | null = null;
-    for (const c of this.of(where).values()) if (!latest || c.trainerStep >= latest.trainerStep) latest = c;
-    return latest?.stored ?? null;
+    return [...this.of(where).values()].at(-1)?.stored ?? null;
   }
 
   async recordStep(): Promise<void> {}

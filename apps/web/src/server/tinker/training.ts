@@ -63,11 +63,16 @@ export async function trainingCall(
     kind,
     input,
   });
-  if (recorded.requestId === null && recorded.errorStatus === null)
-    await releaseTinkerCalls(scope.ctx.db, teamId, adapterId, (call) =>
-      queueCall(scope, call.kind, call.input),
-    );
+  const busy =
+    recorded.requestId === null && recorded.errorStatus === null
+      ? await releaseTinkerCalls(scope.ctx.db, teamId, adapterId, (call) =>
+          queueCall(scope, call.kind, call.input),
+        )
+      : null;
   const call = (await findTinkerCall(scope.ctx.db, teamId, recorded.id)) ?? recorded;
+  // The service was busy (e.g. making room on a worker): the SDK sends the same call again.
+  if (busy && call.requestId === null && call.errorStatus === null)
+    throw new TinkerError(busy.errorStatus, busy.error);
   if (call.errorStatus !== null) throw new TinkerError(call.errorStatus, call.error ?? "refused");
   // Always the call's own id (retrieve_future follows it to its Request), so a resent call gets the same future.
   return { request_id: call.id, model_id: adapterId };
