@@ -23,17 +23,22 @@ export const apiKeySelect = {
   revokedAt: true,
 } as const;
 
-export const adapterSelect = {
-  id: true,
-  teamId: true,
-  baseModelId: true,
-  name: true,
+/** What a policy trains: its kind and, for LoRA, rank, scale and modules. */
+export const policySpecSelect = {
   kind: true,
   rank: true,
   alpha: true,
   trainAttn: true,
   trainMlp: true,
   trainUnembed: true,
+} as const;
+
+export const adapterSelect = {
+  id: true,
+  teamId: true,
+  baseModelId: true,
+  name: true,
+  ...policySpecSelect,
   seed: true,
   status: true,
   step: true,

@@ -108,37 +108,6 @@ export function findTinkerCall(db: DbTx, teamId: string, id: string): Promise<Ti
   return db.tinkerCall.findFirst({ where: { id, teamId }, select: callSelect });
 }
 
-/**
- * The snapshot handle a `saveWeightsForSampler` call of this team's adapter
- * published under `name` (the latest, when the name was used again), or null.
- */
-export async function samplerHandleByName(
-  db: DbTx,
-  teamId: string,
-  adapterId: string,
-  name: string,
-): Promise<string | null> {
-  const rows = await db.$queryRaw<{ handle: string | null }[]>`
-    SELECT output->>'handle' AS handle FROM "Request"
-    WHERE "teamId" = ${teamId} AND "adapterId" = ${adapterId} AND kind = 'SAVE_WEIGHTS_FOR_SAMPLER'
-      AND status = 'SUCCEEDED' AND input->>'name' = ${name}
-    ORDER BY seq DESC LIMIT 1`;
-  return rows[0]?.handle ?? null;
-}
-
-/** The adapter and name of a `saveWeightsForSampler` request of this team, or null. */
-export async function savedSamplerWeights(
-  db: DbTx,
-  teamId: string,
-  requestId: string,
-): Promise<{ adapterId: string; name: string } | null> {
-  const rows = await db.$queryRaw<{ adapterId: string; name: string }[]>`
-    SELECT "adapterId", input->>'name' AS name FROM "Request"
-    WHERE id = ${requestId} AND "teamId" = ${teamId} AND kind = 'SAVE_WEIGHTS_FOR_SAMPLER'
-      AND "adapterId" IS NOT NULL`;
-  return rows[0] ?? null;
-}
-
 /** The adapter and input of a request of this team, or null. */
 export function requestInput(db: DbTx, teamId: string, requestId: string) {
   return db.request.findFirst({ where: { id: requestId, teamId }, select: { adapterId: true, input: true } });

@@ -7,6 +7,7 @@
 // objects are gone for every reader at once (the worker deletes them later).
 import type { DbTx } from "./client.ts";
 import { Prisma } from "./generated/prisma/client.ts";
+import { policySpecSelect } from "./selects.ts";
 
 export type CheckpointKind = "training" | "sampler";
 
@@ -28,9 +29,6 @@ export interface Reader {
 }
 
 const VERSION_NAME = /^version-([1-9][0-9]{0,9})$/;
-
-/** What a snapshot is called when no saveWeightsForSampler call named it. */
-export const versionName = (version: number) => `version-${version}`;
 
 const visible = (alias: string, reader: Reader) =>
   Prisma.sql`(${Prisma.raw(`${alias}."teamId"`)} = ${reader.teamId} ${
@@ -237,14 +235,6 @@ export async function savedWeightsSpec(
   if (!found) return null;
   return db.adapter.findFirst({
     where: { id: found.adapterId, teamId: found.teamId },
-    select: {
-      kind: true,
-      rank: true,
-      alpha: true,
-      trainAttn: true,
-      trainMlp: true,
-      trainUnembed: true,
-      baseModel: { select: { name: true } },
-    },
+    select: { ...policySpecSelect, baseModel: { select: { name: true } } },
   });
 }

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { deleteAdapter, listBaseModels, recordTinkerRun } from "@opentinker/db";
 import { TinkerError } from "./convert.ts";
 import { resolveBaseModelName, servedNames } from "./model-names.ts";
-import { ZCreateModelBody, ZModelIdBody, ZUnloadModelBody } from "./schemas.ts";
+import { ZCreateModelBody, ZModelIdBody } from "./schemas.ts";
 import { parseBody, type Scope } from "./scope.ts";
 import { checkSession } from "./sessions.ts";
 import { trainingCall } from "./training.ts";
@@ -110,6 +110,6 @@ export async function getInfo(scope: Scope, body: unknown) {
  * state leaves the worker, its saved weights stay listed and loadable).
  */
 export function unloadModel(scope: Scope, body: unknown) {
-  const { model_id } = parseBody(ZUnloadModelBody, body);
+  const { model_id } = parseBody(ZModelIdBody, body);
   return trainingCall(scope, "UNLOAD", model_id, null, { adapterId: model_id });
 }

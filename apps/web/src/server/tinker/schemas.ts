@@ -47,8 +47,6 @@ export const ZForwardBody = z.object({
   forward_input: ZForwardBackwardInput,
 });
 
-export const ZClientConfigBody = z.object({ sdk_version: z.string().optional() });
-
 export const ZCreateSessionBody = z.object({
   tags: z.array(z.string().max(256)).max(64).default([]),
   user_metadata: z.record(z.string(), z.json()).nullish(),
@@ -75,8 +73,6 @@ export const ZCreateModelBody = z.object({
 });
 
 export const ZModelIdBody = z.object({ model_id: ZModelId });
-
-export const ZUnloadModelBody = z.object({ model_id: ZModelId });
 
 export const ZOptimStepBody = z.object({
   model_id: ZModelId,

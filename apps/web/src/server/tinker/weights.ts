@@ -219,5 +219,3 @@ export async function archiveUrl(scope: Scope, ref: WeightsRef) {
   });
   return { url: link.url, expires: link.expires.toISOString() };
 }
-
-export { readable as readableWeights };
