@@ -4,7 +4,7 @@ import { parseHostList } from "@opentinker/protocol";
 import { z } from "zod";
 
 // The worker's whole configuration, read once from the environment.
-const ZWorkerEnv = z.object({
+export const ZWorkerEnv = z.object({
   DATABASE_URL: z.string().min(1, "DATABASE_URL is required (npm start sets it)"),
   WORKER_HOST: z.string().min(1).default(hostname()),
   /** How many adapters' training state this worker may hold. */

@@ -1,9 +1,9 @@
 // Worker process: registers with its capacity, loads the base models, runs the
 // queue's tasks (training calls of adapters placed here, sampling calls, server-
 // side jobs), heartbeats, releases lost workers' work, and drains on SIGTERM.
-import path from "node:path";
 import { createDb, markWorkerOffline, reapLostWorkers, releaseWorker, tasks } from "@opentinker/db";
 import { setKernelThreads } from "@opentinker/kernels";
+import { openStore, readStoreEnv } from "@opentinker/store";
 import type { Runner, TaskList } from "graphile-worker";
 import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
@@ -50,11 +50,9 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void drain("SIGINT"));
 
   setKernelThreads(env.WORKER_KERNEL_THREADS);
-  const host = new EngineHost(
-    db,
-    path.join(env.OPENTINKER_DATA_DIR, "store"),
-    env.OPENTINKER_REMOTE_ENV_HOSTS,
-  );
+  // Downloaded snapshots and checkpoints stay on local disk (within a budget) when the store is remote.
+  const store = await openStore(readStoreEnv(), { dataDir: env.OPENTINKER_DATA_DIR, cache: true });
+  const host = new EngineHost(db, store, env.OPENTINKER_REMOTE_ENV_HOSTS);
   const bases = await host.loadBases((line) => console.error(line));
   heartbeat = await startHeartbeat(
     db,

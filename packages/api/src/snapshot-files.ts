@@ -1,13 +1,16 @@
-import { readdir, readFile } from "node:fs/promises";
-import path from "node:path";
+import type { ObjectStore } from "@opentinker/store";
 import { TRPCError } from "@trpc/server";
 
-/** A snapshot's PEFT files (adapter_config.json, adapter_model.safetensors), base64-encoded. */
-export async function readSnapshotFiles(dir: string): Promise<Record<string, string>> {
+/** A snapshot's PEFT files (adapter_config.json, adapter_model.safetensors), base64-encoded, checksum verified. */
+export async function readSnapshotFiles(
+  store: ObjectStore | null,
+  snapshot: { path: string; checksum: string },
+): Promise<Record<string, string>> {
   try {
+    if (!store) throw new Error("this server was given no object store");
     const files: Record<string, string> = {};
-    for (const name of (await readdir(dir)).sort())
-      files[name] = (await readFile(path.join(dir, name))).toString("base64");
+    for (const [name, bytes] of await store.get(snapshot.path, snapshot.checksum))
+      files[name] = Buffer.from(bytes).toString("base64");
     return files;
   } catch (cause) {
     throw new TRPCError({

@@ -112,6 +112,7 @@ export function createTinkerHandler(deps: ApiDeps & { tinkerModels?: TinkerModel
         caller,
         remoteEnvHosts: deps.remoteEnvHosts,
         keyRevoked: forgetAuthenticatedKeys,
+        store: deps.store,
       });
       const scope = { ctx: { ...ctx, caller }, api: createCaller(ctx), aliases };
       send(res, await route.handler(scope, req));
