@@ -17,6 +17,7 @@ export * from "./job-records.ts";
 export * from "./job-runs.ts";
 export * from "./job-steps.ts";
 export * from "./jobs.ts";
+export * from "./leader-lease.ts";
 export * from "./metrics.ts";
 export * from "./migrate.ts";
 export * from "./passwords.ts";
