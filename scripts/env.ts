@@ -5,7 +5,7 @@ import { z } from "zod";
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 // `npm start`'s whole configuration, read once from the environment.
-const ZStartEnv = z.object({
+export const ZStartEnv = z.object({
   DATABASE_URL: z
     .string()
     .optional()
@@ -28,6 +28,27 @@ export type StartEnv = z.infer<typeof ZStartEnv>;
 
 export function readStartEnv(source: NodeJS.ProcessEnv = process.env): StartEnv {
   const parsed = ZStartEnv.safeParse(source);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`configuration: ${issue?.path.join(".")}: ${issue?.message}`);
+  }
+  return parsed.data;
+}
+
+// `npm run worker`'s configuration: a worker host needs only the database and
+// the store (read by the worker itself); the data directory holds the starter
+// model (written the same on every host) and the store's cache.
+export const ZWorkerHostEnv = z.object({
+  DATABASE_URL: z
+    .string({ error: "DATABASE_URL is required: the database every web process and worker shares" })
+    .min(1, "DATABASE_URL is required: the database every web process and worker shares"),
+  OPENTINKER_DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, ".data")),
+});
+
+export type WorkerHostEnv = z.infer<typeof ZWorkerHostEnv>;
+
+export function readWorkerHostEnv(source: NodeJS.ProcessEnv = process.env): WorkerHostEnv {
+  const parsed = ZWorkerHostEnv.safeParse(source);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new Error(`configuration: ${issue?.path.join(".")}: ${issue?.message}`);
