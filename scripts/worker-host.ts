@@ -7,14 +7,14 @@
 import path from "node:path";
 import { createDb, describeDatabaseUrl, inheritedEnv, releaseLostWorker } from "@opentinker/db";
 import { ensureStarterModel } from "./base-models.ts";
-import { REPO_ROOT, readWorkerHostEnv } from "./env.ts";
+import { REPO_ROOT, readClusterEnv } from "./env.ts";
 import { spawnService } from "./processes.ts";
 import { Supervised } from "./supervise.ts";
 
 const say = (line: string) => console.log(`worker-host: ${line}`);
 
 async function main(): Promise<void> {
-  const env = readWorkerHostEnv();
+  const env = readClusterEnv();
   await ensureStarterModel(env.OPENTINKER_DATA_DIR);
   const db = createDb(env.DATABASE_URL);
   say(`database: ${describeDatabaseUrl(env.DATABASE_URL)}`);
@@ -48,7 +48,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     say(`${signal}: the worker drains`);
-    const outcome = await worker.stop();
+    const outcome = await worker.stop(env.WORKER_DRAIN_MS);
     // One that had to be killed could not release what it held: do it for it.
     if (outcome === "killed" && workerId) await releaseLostWorker(db, workerId).catch(() => {});
     await db.$disconnect();

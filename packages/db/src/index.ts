@@ -6,7 +6,7 @@ export * from "./checkpoints.ts";
 export { createDb, type Db, type DbTx, getDb } from "./client.ts";
 export * from "./database-server.ts";
 export * from "./database-url.ts";
-export { inheritedEnv } from "./env.ts";
+export { inheritedEnv, staleAfterMs, ZDbEnv } from "./env.ts";
 export * from "./environments.ts";
 export * from "./errors.ts";
 export { findFreePort, isPortFree } from "./free-port.ts";

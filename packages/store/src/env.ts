@@ -66,9 +66,6 @@ export const ZStoreEnv = z
 
 export type StoreEnv = z.infer<typeof ZStoreEnv>;
 
-/** The variables the store reads (the deployment manifests are checked against these). */
-export const STORE_ENV_KEYS: readonly string[] = Object.keys(ZStoreEnv.shape);
-
 export function readStoreEnv(source: Record<string, string | undefined> = process.env): StoreEnv {
   const parsed = ZStoreEnv.safeParse(source);
   if (!parsed.success) {

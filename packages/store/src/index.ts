@@ -1,6 +1,6 @@
 // @opentinker/store: where snapshots, checkpoints and exported adapters live.
 export { CachedStore, type CacheStats, cacheEntryFolder } from "./disk-cache.ts";
-export { parseStoreTarget, readStoreEnv, STORE_ENV_KEYS, type StoreEnv, type StoreTarget } from "./env.ts";
+export { parseStoreTarget, readStoreEnv, type StoreEnv, type StoreTarget, ZStoreEnv } from "./env.ts";
 export { LocalStore } from "./local-store.ts";
 export {
   ChecksumMismatchError,
