@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const WEB_PROCESS = fileURLToPath(new URL("./web-process.ts", import.meta.url));
+export const WEB_PROCESS = fileURLToPath(new URL("../../apps/web/src/server/api-main.ts", import.meta.url));
 export const WORKER_MAIN = fileURLToPath(new URL("../../apps/worker/src/main.ts", import.meta.url));
 export const WORKER_HOST = fileURLToPath(new URL("../../scripts/worker-host.ts", import.meta.url));
 
