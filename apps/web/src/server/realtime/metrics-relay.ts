@@ -64,7 +64,8 @@ export async function attachMetricsRelay(
   server: HttpServer,
   deps: { db: Db; url: string; sessionSecret: string; access: AccessWatch; leaseRetryMs?: number },
 ): Promise<MetricsRelay> {
-  const pool = new pg.Pool({ connectionString: deps.url, max: 4 });
+  // One connection LISTENs for the other processes; the rest publish.
+  const pool = new pg.Pool({ connectionString: deps.url, max: 3 });
   pool.on("error", (error) => console.error(`web: realtime adapter connection failed: ${messageOf(error)}`));
   const io: RelayServer = new Server(server, { path: REALTIME_PATH, serveClient: false });
   io.adapter(
