@@ -23,11 +23,20 @@ export function parseModelList(value: string | undefined): { name: string; dir: 
     });
 }
 
-export async function baseModels(dataDir: string, list: string | undefined): Promise<BaseModelInput[]> {
+/**
+ * Writes the starter model under the data directory unless it is there. It is
+ * deterministic, so every host that writes it at the same path (a worker host
+ * joining from another machine) holds the very files the database describes.
+ */
+export async function ensureStarterModel(dataDir: string): Promise<string> {
   const starter = path.join(dataDir, "models", STARTER_MODEL);
   if (!existsSync(path.join(starter, "config.json")))
     await writeTinyModel(starter, { ...TINY_MODEL, seed: 2 });
-  const models = [await describeBaseModel(STARTER_MODEL, starter)];
+  return starter;
+}
+
+export async function baseModels(dataDir: string, list: string | undefined): Promise<BaseModelInput[]> {
+  const models = [await describeBaseModel(STARTER_MODEL, await ensureStarterModel(dataDir))];
   // Committed with the code: a missing one is a broken checkout, and says so.
   for (const { name, dir } of BUILT_IN_MODELS) models.push(await describeBaseModel(name, dir));
   for (const { name, dir } of parseModelList(list)) models.push(await describeBaseModel(name, dir));

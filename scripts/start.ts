@@ -5,19 +5,16 @@ import {
   createDb,
   type DatabaseServer,
   DatabaseUnreachableError,
-  DEMO_USER_EMAIL,
   describeDatabaseUrl,
   inheritedEnv,
-  migrate,
   openDatabaseServer,
   releaseLostWorker,
-  seed,
 } from "@opentinker/db";
-import { baseModels } from "./base-models.ts";
 import { withBuildLock } from "./build-lock.ts";
 import { REPO_ROOT, readStartEnv, type StartEnv } from "./env.ts";
 import { runCommand, spawnService } from "./processes.ts";
 import { sessionSecret } from "./session-secret.ts";
+import { setUpDatabase } from "./setup-database.ts";
 import { type Services, stopDatabase, stopServices } from "./shutdown.ts";
 import { Supervised } from "./supervise.ts";
 
@@ -61,21 +58,7 @@ async function main(): Promise<void> {
 }
 
 async function prepare(env: StartEnv, server: DatabaseServer): Promise<NodeJS.ProcessEnv> {
-  const migrated = await migrate(server.url);
-  say(
-    migrated.applied.length
-      ? `database: applied ${migrated.applied.join(", ")}`
-      : "database: schema up to date",
-  );
-  const db = createDb(server.url);
-  const seeded = await seed(db, {
-    baseModels: await baseModels(env.OPENTINKER_DATA_DIR, env.OPENTINKER_MODELS),
-  });
-  await db.$disconnect();
-  if (seeded.createdApiKey) say(`demo team's API key (shown once, keep it): ${seeded.createdApiKey}`);
-  if (seeded.createdPassword)
-    say(`dashboard sign-in (shown once, keep it): ${DEMO_USER_EMAIL} / ${seeded.createdPassword}`);
-  say(`base models: ${seeded.baseModels.join(", ")}`);
+  await setUpDatabase(server.url, env, say);
 
   const childEnv = inheritedEnv({
     DATABASE_URL: server.url,

@@ -30,6 +30,11 @@ function procStat(pid: number): ProcStat | null {
   }
 }
 
+/** A process's user + system CPU time so far, ms (null where /proc is not). */
+export function processCpuMs(pid: number): number | null {
+  return procStat(pid)?.cpuMs ?? null;
+}
+
 /** Busy CPU time of the whole machine (all cores), ms. */
 function machineBusyMs(): number {
   const [, ...ticks] = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/);

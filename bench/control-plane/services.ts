@@ -29,11 +29,25 @@ export interface ServiceOptions {
   env: NodeJS.ProcessEnv;
   /** Its ready line; the first capture group is what `startService` resolves with. */
   ready: RegExp;
+  /** In a process group of its own, so that `killGroup` ends it with everything it started. */
+  detached?: boolean;
 }
 
 export interface Service {
   pid: number;
   ready: string;
+  /** Resolves when the process has exited. */
+  exited: Promise<void>;
+}
+
+/** SIGKILL to a detached service's whole group (a host dying), resolved once the process is gone. */
+export async function killGroup(service: Service): Promise<void> {
+  try {
+    process.kill(-service.pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
+  await service.exited;
 }
 
 /** Spawns `node --import tsx entry ...args` and resolves once a line of its output matches `ready`. */
@@ -41,8 +55,9 @@ export function startService(name: string, options: ServiceOptions, teardown: Te
   const child = spawn(
     process.execPath,
     ["--import", "tsx", ...(options.nodeArgs ?? []), options.entry, ...(options.args ?? [])],
-    { env: options.env, stdio: ["ignore", "pipe", "pipe"] },
+    { env: options.env, stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false },
   );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   teardown.defer(`stop the ${name}`, () => stop(child));
   const output: string[] = [];
   let started = false;
@@ -62,7 +77,7 @@ export function startService(name: string, options: ServiceOptions, teardown: Te
         if (match) {
           started = true;
           clearTimeout(timer);
-          resolve({ pid: child.pid as number, ready: match[1] ?? line });
+          resolve({ pid: child.pid as number, ready: match[1] ?? line, exited });
         }
       });
     }

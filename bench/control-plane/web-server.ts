@@ -4,7 +4,9 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { getDb, RequestWaiter } from "@opentinker/db";
+import { openStore, readStoreEnv } from "@opentinker/store";
 // The bench drives the whole control plane, so it starts the web side too.
 import { createRequestListener } from "../../apps/web/src/server/http.ts";
 
@@ -14,7 +16,9 @@ const db = getDb(url);
 const waiter = new RequestWaiter(db, url);
 // API keys authenticate the bench's calls; no dashboard session ever needs this secret.
 const sessionSecret = randomBytes(32).toString("hex");
-const server = createServer(createRequestListener({ db, waiter, sessionSecret }));
+// The bench's workers use the default store; downloads (which it never makes) would read there.
+const store = await openStore(readStoreEnv(), { dataDir: path.resolve(".data") });
+const server = createServer(createRequestListener({ db, waiter, sessionSecret, store }));
 server.listen(0, "127.0.0.1", () => {
   console.log(`web: listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`);
 });

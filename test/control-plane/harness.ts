@@ -12,6 +12,7 @@ import { createApiKey, createTeam, RequestWaiter, registerBaseModel } from "@ope
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
 import { describeBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+import { LocalStore, type ObjectStore } from "@opentinker/store";
 import { readWebEnv } from "../../apps/web/src/env.ts";
 import { AccessWatch } from "../../apps/web/src/server/api/access.ts";
 import { createRequestListener } from "../../apps/web/src/server/http.ts";
@@ -53,7 +54,8 @@ export class ControlPlane {
     private readonly access: AccessWatch,
   ) {}
 
-  static async start(options: { modelSeed?: number } = {}): Promise<ControlPlane> {
+  /** `store`: where the web side reads snapshots (default: the local store its workers write). */
+  static async start(options: { modelSeed?: number; store?: ObjectStore } = {}): Promise<ControlPlane> {
     process.env.WORKER_STALE_AFTER_MS = String(STALE_AFTER_MS);
     const t = await createTestDatabase();
     const dir = await mkdtemp(path.join(tmpdir(), "opentinker-cp-"));
@@ -73,7 +75,14 @@ export class ControlPlane {
     });
     const remoteEnvHosts = env.OPENTINKER_REMOTE_ENV_HOSTS;
     const server = createServer(
-      createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET, remoteEnvHosts }),
+      createRequestListener({
+        db: t.db,
+        waiter,
+        sessionSecret: SESSION_SECRET,
+        remoteEnvHosts,
+        // The workers' store (OPENTINKER_DATA_DIR below), for snapshot downloads.
+        store: options.store ?? new LocalStore(path.join(dir, "store")),
+      }),
     );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -3,6 +3,8 @@
 // and the final status as workers store them (recordJobStep, finishJob).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import {
   addMember,
   createAdapter,
@@ -20,6 +22,7 @@ import {
   startJob,
 } from "@opentinker/db";
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
+import { LocalStore } from "@opentinker/store";
 import { io, type Socket } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AccessWatch } from "../../apps/web/src/server/api/access.ts";
@@ -112,7 +115,14 @@ beforeAll(async () => {
     contextLength: 64,
   });
   waiter = new RequestWaiter(t.db, t.url);
-  server = createServer(createRequestListener({ db: t.db, waiter, sessionSecret: SESSION_SECRET }));
+  server = createServer(
+    createRequestListener({
+      db: t.db,
+      waiter,
+      sessionSecret: SESSION_SECRET,
+      store: new LocalStore(path.join(tmpdir(), "opentinker-realtime-unused")),
+    }),
+  );
   access = new AccessWatch(t.url);
   await access.start();
   relay = await attachMetricsRelay(server, { db: t.db, url: t.url, sessionSecret: SESSION_SECRET, access });

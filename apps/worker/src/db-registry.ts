@@ -21,11 +21,11 @@ import {
   type RecordedObject,
   type SnapshotRecord,
   type SnapshotRegistry,
-  type StoredObject,
   type StoredRef,
   UnknownHandleError,
 } from "@opentinker/engine";
 import type { SavedWeights } from "@opentinker/protocol";
+import type { StoredObject } from "@opentinker/store";
 
 type SnapshotRow = { handle: string; version: number; path: string; checksum: string; trainerStep: number };
 

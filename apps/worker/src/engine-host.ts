@@ -5,14 +5,13 @@ import type { Db } from "@opentinker/db";
 import {
   BASE_KEY,
   type BaseModel,
-  LocalSnapshotStore,
   loadBaseModel,
   type PolicySession,
   type PolicySource,
   Sampler,
-  type SnapshotStore,
 } from "@opentinker/engine";
 import type { PolicyRef } from "@opentinker/protocol";
+import type { ObjectStore } from "@opentinker/store";
 import { openAdapterSession } from "./adapter-session.ts";
 import { DbSnapshotRegistry } from "./db-registry.ts";
 
@@ -23,20 +22,22 @@ export interface HostedBase {
 }
 
 export class EngineHost {
-  readonly store: SnapshotStore;
   readonly registry: DbSnapshotRegistry;
   private readonly bases = new Map<string, HostedBase>();
   private readonly samplers = new Map<string, Sampler>();
   private readonly sessions = new Map<string, Promise<PolicySession>>();
   private readonly adapterBase = new Map<string, string>();
 
-  /** `remoteEnvHosts`: the hosts remote environments may be on (OPENTINKER_REMOTE_ENV_HOSTS). */
+  /**
+   * `store`: where snapshots and checkpoints are (the local folder, or the
+   * bucket every host shares); `remoteEnvHosts`: the hosts remote environments
+   * may be on (OPENTINKER_REMOTE_ENV_HOSTS).
+   */
   constructor(
     readonly db: Db,
-    storeRoot: string,
+    readonly store: ObjectStore,
     readonly remoteEnvHosts: readonly string[] = [],
   ) {
-    this.store = new LocalSnapshotStore(storeRoot);
     this.registry = new DbSnapshotRegistry(db, (adapterId) => this.baseNameOfAdapter(adapterId));
   }
 

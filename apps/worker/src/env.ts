@@ -4,7 +4,7 @@ import { parseHostList } from "@opentinker/protocol";
 import { z } from "zod";
 
 // The worker's whole configuration, read once from the environment.
-const ZWorkerEnv = z.object({
+export const ZWorkerEnv = z.object({
   DATABASE_URL: z.string().min(1, "DATABASE_URL is required (npm start sets it)"),
   WORKER_HOST: z.string().min(1).default(hostname()),
   /** How many adapters' training state this worker may hold. */
@@ -15,6 +15,9 @@ const ZWorkerEnv = z.object({
   /** The queue's poll for jobs it was not told about (retries); new jobs arrive by LISTEN/NOTIFY. */
   WORKER_POLL_INTERVAL_MS: z.coerce.number().int().min(50).default(2000),
   OPENTINKER_DATA_DIR: z.string().min(1).default(path.resolve(".data")),
+  /** Serves the worker's readiness and liveness (GET /api/health, /api/health/live) here; unset: not served. */
+  WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  WORKER_HEALTH_HOST: z.string().min(1).default("0.0.0.0"),
   /** Hosts (host or host:port, comma-separated) that remote environments may be on; none by default. */
   OPENTINKER_REMOTE_ENV_HOSTS: z.string().default("").transform(parseHostList),
   /**

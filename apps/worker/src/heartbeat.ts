@@ -9,6 +9,8 @@ export interface WorkerIdentity {
 
 export interface Heartbeat {
   workerId(): string;
+  /** When the last beat reached the database (ms since the epoch). */
+  lastBeatAt(): number;
   stop(): Promise<void>;
 }
 
@@ -32,6 +34,7 @@ export async function startHeartbeat(
   hooks: HeartbeatHooks,
 ): Promise<Heartbeat> {
   const id = (await registerWorker(db, identity)).id;
+  let lastBeatAt = Date.now();
   let inFlight: Promise<void> = Promise.resolve();
   const beat = async () => {
     try {
@@ -40,6 +43,7 @@ export async function startHeartbeat(
           throw new Error(`worker row ${id} was deleted; restart this worker`);
         hooks.onRevived?.();
       }
+      lastBeatAt = Date.now();
       hooks.onTick?.();
     } catch (error) {
       hooks.onError(error); // a database hiccup: try again on the next tick
@@ -50,6 +54,7 @@ export async function startHeartbeat(
   }, intervalMs);
   return {
     workerId: () => id,
+    lastBeatAt: () => lastBeatAt,
     async stop() {
       clearInterval(timer);
       await inFlight;

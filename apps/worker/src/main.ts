@@ -1,13 +1,21 @@
 // Worker process: registers with its capacity, loads the base models, runs the
 // queue's tasks (training calls of adapters placed here, sampling calls, server-
 // side jobs), heartbeats, releases lost workers' work, and drains on SIGTERM.
-import path from "node:path";
-import { createDb, markWorkerOffline, reapLostWorkers, releaseWorker, tasks } from "@opentinker/db";
+import {
+  createDb,
+  markWorkerOffline,
+  reapLostWorkers,
+  releaseWorker,
+  staleAfterMs,
+  tasks,
+} from "@opentinker/db";
 import { setKernelThreads } from "@opentinker/kernels";
+import { openStore, readStoreEnv } from "@opentinker/store";
 import type { Runner, TaskList } from "graphile-worker";
 import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
 import { expirySweeper } from "./expiry.ts";
+import { startHealthServer } from "./health.ts";
 import { type Heartbeat, startHeartbeat } from "./heartbeat.ts";
 import { FollowUps, startQueue } from "./queue.ts";
 import { jobTask } from "./tasks/job.ts";
@@ -49,13 +57,17 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void drain("SIGTERM"));
   process.on("SIGINT", () => void drain("SIGINT"));
+  if (env.WORKER_HEALTH_PORT !== undefined)
+    await startHealthServer(env.WORKER_HEALTH_PORT, env.WORKER_HEALTH_HOST, staleAfterMs(), () => ({
+      workerId: heartbeat?.workerId() ?? null,
+      lastBeatAt: heartbeat?.lastBeatAt() ?? null,
+      draining: stopping,
+    }));
 
   setKernelThreads(env.WORKER_KERNEL_THREADS);
-  const host = new EngineHost(
-    db,
-    path.join(env.OPENTINKER_DATA_DIR, "store"),
-    env.OPENTINKER_REMOTE_ENV_HOSTS,
-  );
+  // Downloaded snapshots and checkpoints stay on local disk (within a budget) when the store is remote.
+  const store = await openStore(readStoreEnv(), { dataDir: env.OPENTINKER_DATA_DIR, cache: true });
+  const host = new EngineHost(db, store, env.OPENTINKER_REMOTE_ENV_HOSTS);
   const bases = await host.loadBases((line) => console.error(line));
   const sweepExpired = expirySweeper(db, host.store);
   heartbeat = await startHeartbeat(

@@ -2,6 +2,7 @@
 // the web process builds it from an authenticated request, a test builds it
 // directly and calls procedures through createCaller on the real database.
 import type { Db, RequestWaiter } from "@opentinker/db";
+import type { ObjectStore } from "@opentinker/store";
 
 /** Who is calling: resolved by the web process (API key or dashboard session). */
 export interface Caller {
@@ -21,6 +22,8 @@ export interface Context {
   remoteEnvHosts: readonly string[];
   /** Called when this process revokes a key, so that cached authentications end at once. */
   keyRevoked: () => void;
+  /** Where snapshots' files are (downloads read them); null where the caller serves none. */
+  store: ObjectStore | null;
 }
 
 export interface InnerContextOptions {
@@ -29,6 +32,7 @@ export interface InnerContextOptions {
   caller: Caller | null;
   remoteEnvHosts?: readonly string[] | undefined;
   keyRevoked?: (() => void) | undefined;
+  store?: ObjectStore | undefined;
 }
 
 /** The context without request or response; an empty allow-list admits no remote host. */
@@ -39,5 +43,6 @@ export function createInnerContext(options: InnerContextOptions): Context {
     caller: options.caller,
     remoteEnvHosts: options.remoteEnvHosts ?? [],
     keyRevoked: options.keyRevoked ?? (() => {}),
+    store: options.store ?? null,
   };
 }

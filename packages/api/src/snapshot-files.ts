@@ -1,15 +1,21 @@
-// The files of stored objects (snapshots and checkpoints), as the web process
-// reads and deletes them: downloads, archives, deletions its callers ask for.
-import { readdir, readFile, rm } from "node:fs/promises";
-import path from "node:path";
+// The files of stored objects (snapshots and checkpoints) as the web process
+// reads and deletes them, through the object store: downloads, archives, and
+// deletions its callers ask for.
+import type { ObjectStore } from "@opentinker/store";
 import { TRPCError } from "@trpc/server";
 
-/** An object's files by name, in name order. */
-export async function readObjectFiles(dir: string): Promise<Map<string, Buffer>> {
+function needStore(store: ObjectStore | null): ObjectStore {
+  if (!store) throw new Error("this server was given no object store");
+  return store;
+}
+
+/** An object's files by name, checksum verified. */
+export async function readObjectFiles(
+  store: ObjectStore | null,
+  object: { path: string; checksum: string },
+): Promise<Map<string, Uint8Array>> {
   try {
-    const files = new Map<string, Buffer>();
-    for (const name of (await readdir(dir)).sort()) files.set(name, await readFile(path.join(dir, name)));
-    return files;
+    return await needStore(store).get(object.path, object.checksum);
   } catch (cause) {
     throw new TRPCError({
       code: "INTERNAL_SERVER_ERROR",
@@ -19,16 +25,22 @@ export async function readObjectFiles(dir: string): Promise<Map<string, Buffer>>
   }
 }
 
-/** A snapshot's PEFT files (adapter_config.json, adapter_model.safetensors), base64-encoded. */
-export async function readSnapshotFiles(dir: string): Promise<Record<string, string>> {
+/** A snapshot's PEFT files (adapter_config.json, adapter_model.safetensors), base64-encoded, checksum verified. */
+export async function readSnapshotFiles(
+  store: ObjectStore | null,
+  snapshot: { path: string; checksum: string },
+): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
-  for (const [name, bytes] of await readObjectFiles(dir)) files[name] = bytes.toString("base64");
+  for (const [name, bytes] of await readObjectFiles(store, snapshot))
+    files[name] = Buffer.from(bytes).toString("base64");
   return files;
 }
 
 /** Deletes an object whose row is gone (a failure leaves an unlisted orphan, never a listed hole). */
-export async function deleteObjectFiles(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true }).catch((error: unknown) => {
-    console.error(`web: could not delete ${dir}: ${error instanceof Error ? error.message : error}`);
-  });
+export async function deleteObjectFiles(store: ObjectStore | null, objectPath: string): Promise<void> {
+  await needStore(store)
+    .delete(objectPath)
+    .catch((error: unknown) => {
+      console.error(`web: could not delete ${objectPath}: ${error instanceof Error ? error.message : error}`);
+    });
 }

@@ -11,7 +11,7 @@ const emptyAsUnset = z
   .optional()
   .transform((value) => value || undefined);
 
-const ZDbEnv = z.object({
+export const ZDbEnv = z.object({
   /** Unset: the embedded Postgres under the data directory. */
   DATABASE_URL: emptyAsUnset,
   OPENTINKER_DATA_DIR: emptyAsUnset,

@@ -7,13 +7,13 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { kernelInfo, linear } from "@opentinker/kernels";
+import { LocalStore } from "@opentinker/store";
 import { type BaseModel, loadBaseModel } from "../src/base-model.ts";
 import type { ModelConfig } from "../src/model/index.ts";
 import { forward } from "../src/nn/transformer.ts";
 import { frozenParams } from "../src/policy/frozen.ts";
 import { Sampler } from "../src/sampler/sampler.ts";
 import { InMemorySnapshotRegistry } from "../src/snapshots/registry.ts";
-import { LocalSnapshotStore } from "../src/snapshots/store.ts";
 import {
   parameterCount,
   QWEN25_05B_SHAPE,
@@ -101,7 +101,7 @@ async function compare(
 function newSampler(base: BaseModel, dir: string) {
   return new Sampler({
     base,
-    store: new LocalSnapshotStore(dir),
+    store: new LocalStore(dir),
     registry: new InMemorySnapshotRegistry(),
     kvCacheBytes: 2 ** 30,
     policyBytes: 2 ** 30,

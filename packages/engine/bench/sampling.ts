@@ -4,6 +4,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { LocalStore } from "@opentinker/store";
 import type { BaseModel } from "../src/base-model.ts";
 import type { ModelConfig } from "../src/model/index.ts";
 import { createLoraPolicy } from "../src/policy/lora-policy.ts";
@@ -11,7 +12,6 @@ import { Rng } from "../src/rng.ts";
 import { Sampler } from "../src/sampler/sampler.ts";
 import { snapshotFiles } from "../src/snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../src/snapshots/registry.ts";
-import { LocalSnapshotStore } from "../src/snapshots/store.ts";
 import {
   parameterCount,
   QWEN25_05B_SHAPE,
@@ -27,7 +27,7 @@ const ROUNDS = 3;
 async function adapters(
   base: BaseModel,
   count: number,
-  store: LocalSnapshotStore,
+  store: LocalStore,
   registry: InMemorySnapshotRegistry,
 ) {
   const handles: string[] = [];
@@ -79,7 +79,7 @@ async function benchModel(name: string, config: ModelConfig) {
   const base = randomBaseModel(config, 3);
   const dir = await mkdtemp(path.join(tmpdir(), "ot-bench-"));
   try {
-    const store = new LocalSnapshotStore(dir);
+    const store = new LocalStore(dir);
     const registry = new InMemorySnapshotRegistry();
     const handles = await adapters(base, 16, store, registry);
     const sampler = (batchInvariant = true) =>

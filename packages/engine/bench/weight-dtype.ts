@@ -6,11 +6,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { linear, type WeightArray } from "@opentinker/kernels";
+import { LocalStore } from "@opentinker/store";
 import type { BaseModel } from "../src/base-model.ts";
 import { convertModelWeights, type ModelConfig, type WeightDtype } from "../src/model/index.ts";
 import { Sampler } from "../src/sampler/sampler.ts";
 import { InMemorySnapshotRegistry } from "../src/snapshots/registry.ts";
-import { LocalSnapshotStore } from "../src/snapshots/store.ts";
 import { parameterCount, QWEN25_05B_SHAPE, randomBaseModel } from "../src/testing/random-model.ts";
 import { decodeRate } from "./sampling.ts";
 import { median, progress, round } from "./timing.ts";
@@ -70,7 +70,7 @@ function matmuls(base: Record<WeightDtype, BaseModel>, rounds: number) {
 async function decode(base: Record<WeightDtype, BaseModel>, rounds: number) {
   const dir = await mkdtemp(path.join(tmpdir(), "ot-bench-bf16-"));
   try {
-    const store = new LocalSnapshotStore(dir);
+    const store = new LocalStore(dir);
     const registry = new InMemorySnapshotRegistry();
     const samplers = Object.fromEntries(
       DTYPES.map((d) => [

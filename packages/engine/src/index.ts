@@ -1,5 +1,5 @@
 // @opentinker/engine: base models, LoRA and full-parameter policies, training
-// (losses, AdamW), snapshots and their store.
+// (losses, AdamW), snapshots (written to an @opentinker/store object store).
 
 // Re-exported so builds that must pin the thread count (the built-in models) need no kernels dependency.
 export { type AddonInfo, kernelInfo, setKernelThreads } from "@opentinker/kernels";
@@ -33,7 +33,6 @@ export * from "./session/registry.ts";
 export * from "./snapshots/peft.ts";
 export * from "./snapshots/registry.ts";
 export * from "./snapshots/state.ts";
-export * from "./snapshots/store.ts";
 export { Trainer, type TrainerOptions } from "./trainer/trainer.ts";
 export { type DecodedImage, decodeImage } from "./vision/image.ts";
 export { type PreparedImage, type PreparedInput, prepareInput } from "./vision/input.ts";

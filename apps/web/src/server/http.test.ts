@@ -1,11 +1,16 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { createDb, findFreePort, RequestWaiter } from "@opentinker/db";
 import { createTestDatabase, type TestDatabase } from "@opentinker/db/testing";
+import { LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRequestListener } from "./http.ts";
 
 const TEST_SESSION_SECRET = "test-session-secret-of-at-least-32-chars";
+/** No test here reads a snapshot; the listener needs a store all the same. */
+const store = new LocalStore(path.join(tmpdir(), "opentinker-http-test-store"));
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -30,6 +35,7 @@ describe("GET /api/health", () => {
         db: t.db,
         waiter: new RequestWaiter(t.db, t.url),
         sessionSecret: TEST_SESSION_SECRET,
+        store,
       }),
     );
     try {
@@ -52,6 +58,7 @@ describe("GET /api/health", () => {
         db: down,
         waiter: new RequestWaiter(down, t.url),
         sessionSecret: TEST_SESSION_SECRET,
+        store,
       }),
     );
     try {
@@ -72,6 +79,7 @@ describe("GET /api/health", () => {
         db: t.db,
         waiter: new RequestWaiter(t.db, t.url),
         sessionSecret: TEST_SESSION_SECRET,
+        store,
       }),
     );
     try {
@@ -82,6 +90,42 @@ describe("GET /api/health", () => {
       expect(wrong.status).toBe(405);
     } finally {
       server.close();
+    }
+  });
+
+  it("a draining process fails readiness but stays live, whatever the database says", async () => {
+    let draining = false;
+    const down = createDb(`postgresql://postgres:x@127.0.0.1:${await findFreePort()}/nothing`);
+    const { base, server } = await serve(
+      createRequestListener({
+        db: t.db,
+        waiter: new RequestWaiter(t.db, t.url),
+        sessionSecret: TEST_SESSION_SECRET,
+        store,
+        draining: () => draining,
+      }),
+    );
+    const unreachable = await serve(
+      createRequestListener({
+        db: down,
+        waiter: new RequestWaiter(down, t.url),
+        sessionSecret: TEST_SESSION_SECRET,
+        store,
+      }),
+    );
+    try {
+      expect((await fetch(`${base}/api/health`)).status).toBe(200);
+      draining = true;
+      const ready = await fetch(`${base}/api/health`);
+      expect(ready.status).toBe(503);
+      expect((await ready.json()).status).toBe("draining");
+      expect((await fetch(`${base}/api/health/live`)).status).toBe(200);
+      expect((await fetch(`${unreachable.base}/api/health/live`)).status).toBe(200);
+      expect((await fetch(`${base}/api/health/live`, { method: "POST" })).status).toBe(405);
+    } finally {
+      server.close();
+      unreachable.server.close();
+      await down.$disconnect();
     }
   });
 });

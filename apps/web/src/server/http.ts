@@ -20,7 +20,12 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
  * page build; every other path goes to the Next.js page handler.
  */
 export function createRequestListener(
-  deps: ApiDeps & { pages?: PageHandler; tinkerModels?: TinkerModelAliases },
+  deps: ApiDeps & {
+    pages?: PageHandler;
+    tinkerModels?: TinkerModelAliases;
+    /** True once the process is stopping: readiness (GET /api/health) answers 503 so load balancers move on. */
+    draining?: () => boolean;
+  },
 ): RequestListener {
   const rest = createRestHandler(deps);
   const tinker = createTinkerHandler(deps);
@@ -40,10 +45,20 @@ export function createRequestListener(
     if (url.pathname.startsWith("/api/auth/")) return void auth(req, res, url.pathname).catch(fail(res));
     if (url.pathname === "/api/openapi.json")
       return sendJson(res, 200, openApiDocument(`http://${req.headers.host ?? "localhost"}/api`));
+    // Liveness: the process answers (a database outage must not get every web process restarted).
+    if (url.pathname === "/api/health/live") {
+      if (req.method !== "GET" && req.method !== "HEAD")
+        return sendJson(res, 405, { error: "use GET /api/health/live" });
+      return sendJson(res, 200, { status: "ok" });
+    }
+    // Readiness: the database answers and the process is not draining.
     if (url.pathname === "/api/health") {
       if (req.method !== "GET" && req.method !== "HEAD")
         return sendJson(res, 405, { error: "use GET /api/health" });
-      void checkHealth(deps.db).then((report) => sendJson(res, report.status === "ok" ? 200 : 503, report));
+      void checkHealth(deps.db).then((report) => {
+        if (deps.draining?.()) return sendJson(res, 503, { ...report, status: "draining" });
+        sendJson(res, report.status === "ok" ? 200 : 503, report);
+      });
       return;
     }
     if (url.pathname.startsWith("/api/"))

@@ -158,7 +158,7 @@ export const adaptersRouter = router({
     .output(ZSnapshotFiles)
     .query(async ({ ctx, input }) => {
       const row = await getSnapshotByHandle(ctx.db, ctx.caller.teamId, input.handle);
-      const { handle, path } = found(row, "snapshot", input.handle);
-      return { handle, files: await readSnapshotFiles(path) };
+      const snapshot = found(row, "snapshot", input.handle);
+      return { handle: snapshot.handle, files: await readSnapshotFiles(ctx.store, snapshot) };
     }),
 });

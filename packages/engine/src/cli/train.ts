@@ -7,12 +7,12 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { type Datum, type LossFn, ZDatum, ZLossFn } from "@opentinker/protocol";
+import { LocalStore } from "@opentinker/store";
 import { SingleBar } from "cli-progress";
 import { loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
-import { LocalSnapshotStore } from "../snapshots/store.ts";
 import { Trainer } from "../trainer/trainer.ts";
 
 const USAGE =
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   }
   bar.stop();
   if (values.out) {
-    const stored = await new LocalSnapshotStore(path.resolve(values.out)).put(
+    const stored = await new LocalStore(path.resolve(values.out)).put(
       `step-${policy.step}`,
       snapshotFiles(policy),
     );

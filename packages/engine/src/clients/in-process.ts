@@ -10,6 +10,7 @@ import type {
   ServiceClient,
   TextTokenizerLike,
 } from "@opentinker/protocol";
+import { LocalStore, type ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
 import { BASE_KEY, type PolicySource, policyKey } from "../sampler/policy-pool.ts";
 import { type SampleOptions, Sampler, type SamplerOptions } from "../sampler/sampler.ts";
@@ -17,13 +18,12 @@ import { createPolicy, type PolicySpec } from "../session/create-policy.ts";
 import { PolicySession } from "../session/policy-session.ts";
 import { InMemoryPolicyRegistry } from "../session/registry.ts";
 import { InMemorySnapshotRegistry, type SnapshotRegistry } from "../snapshots/registry.ts";
-import { LocalSnapshotStore, type SnapshotStore } from "../snapshots/store.ts";
 import { InProcessTrainingClient, tokenizerOf } from "./training-client.ts";
 
 export interface InProcessOptions {
   /** Base models by name. */
   baseModels: ReadonlyMap<string, BaseModel>;
-  store: SnapshotStore;
+  store: ObjectStore;
   registry: SnapshotRegistry;
   /** The team the clients act for (part of every handle). */
   team: string;
@@ -50,7 +50,7 @@ export class InProcessServiceClient implements ServiceClient {
   ): InProcessServiceClient {
     return new InProcessServiceClient({
       baseModels: new Map(baseModels.map((b) => [b.name, b])),
-      store: new LocalSnapshotStore(dir),
+      store: new LocalStore(dir),
       registry: new InMemorySnapshotRegistry(),
       team,
       ...(sampler ? { sampler } : {}),
@@ -114,7 +114,7 @@ export class InProcessServiceClient implements ServiceClient {
     return new InProcessSamplingClient(this.samplerFor(baseName), policy.handle, this.base(baseName));
   }
 
-  get store(): SnapshotStore {
+  get store(): ObjectStore {
     return this.options.store;
   }
 

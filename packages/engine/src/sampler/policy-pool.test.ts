@@ -1,18 +1,18 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { ChecksumMismatchError, LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
-import { ChecksumMismatchError, LocalSnapshotStore } from "../snapshots/store.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { PolicyBudgetError, PolicyPool } from "./policy-pool.ts";
 
 let dir: string;
 let base: BaseModel;
-let store: LocalSnapshotStore;
+let store: LocalStore;
 let registry: InMemorySnapshotRegistry;
 const handles: string[] = [];
 let adapterBytes = 0;
@@ -27,7 +27,7 @@ beforeAll(async () => {
     intermediateSize: 16,
   });
   base = await loadBaseModel(path.join(dir, "model"), "tiny");
-  store = new LocalSnapshotStore(path.join(dir, "snapshots"));
+  store = new LocalStore(path.join(dir, "snapshots"));
   registry = new InMemorySnapshotRegistry();
   for (let i = 0; i < 3; i++) {
     const policy = createLoraPolicy(base, {

@@ -3,6 +3,7 @@
 // snapshot store (checksum verified), kept within a byte budget with LRU eviction.
 // A version pinned by a running request is never evicted.
 import { createLoraTable, type LoraAdapterWeights, type LoraTable } from "@opentinker/kernels";
+import type { ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
 import { assembleModelWeights } from "../model/weights.ts";
 import type { ModelParams } from "../nn/params.ts";
@@ -16,7 +17,6 @@ import {
 } from "../policy/lora-policy.ts";
 import { readSnapshotFiles } from "../snapshots/peft.ts";
 import type { SnapshotRecord, SnapshotRegistry } from "../snapshots/registry.ts";
-import type { SnapshotStore } from "../snapshots/store.ts";
 
 export type Module = AttnModule | MlpModule;
 export const MODULES: readonly Module[] = [...ATTN_MODULES, ...MLP_MODULES];
@@ -71,7 +71,7 @@ export class PolicyPool {
 
   constructor(
     readonly base: BaseModel,
-    private readonly store: SnapshotStore,
+    private readonly store: ObjectStore,
     private readonly registry: SnapshotRegistry,
     readonly budgetBytes: number,
   ) {

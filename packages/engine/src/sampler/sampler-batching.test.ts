@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { WEIGHT_DTYPES, type WeightDtype } from "@opentinker/kernels";
 import type { SampledSequence } from "@opentinker/protocol";
+import { LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
@@ -10,7 +11,6 @@ import type { Policy } from "../policy/policy.ts";
 import { Rng } from "../rng.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
-import { LocalSnapshotStore } from "../snapshots/store.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Sampler } from "./sampler.ts";
 
@@ -18,7 +18,7 @@ let dir: string;
 let base: BaseModel;
 /** The same checkpoint with f32 and with bf16 base weights; `base` is the f32 one outside the dtype loop. */
 const bases = new Map<WeightDtype, BaseModel>();
-let store: LocalSnapshotStore;
+let store: LocalStore;
 const registry = new InMemorySnapshotRegistry();
 const PROMPT = [72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 32, 65, 66];
 
@@ -60,7 +60,7 @@ beforeAll(async () => {
     bases.set(weightDtype, await loadBaseModel(path.join(dir, "model"), "tiny", { weightDtype }));
   }
   base = bases.get("f32") as BaseModel;
-  store = new LocalSnapshotStore(path.join(dir, "snapshots"));
+  store = new LocalStore(path.join(dir, "snapshots"));
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { buildSftDatum } from "@opentinker/protocol";
+import { LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
@@ -11,7 +12,6 @@ import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
-import { LocalSnapshotStore } from "../snapshots/store.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "../trainer/trainer.ts";
 import { Sampler } from "./sampler.ts";
@@ -21,7 +21,7 @@ const LORA = { rank: 4, alpha: 8, trainAttn: true, trainMlp: true, trainUnembed:
 
 let dir: string;
 let base: BaseModel;
-let store: LocalSnapshotStore;
+let store: LocalStore;
 const registry = new InMemorySnapshotRegistry();
 /** Policy key ("base" or a handle) → a trainer over the same weights. */
 const trainers = new Map<string, Trainer>();
@@ -62,7 +62,7 @@ beforeAll(async () => {
     tieWordEmbeddings: false,
   });
   base = await loadBaseModel(path.join(dir, "model"), "tiny", { weightDtype: "bf16" });
-  store = new LocalSnapshotStore(path.join(dir, "snapshots"));
+  store = new LocalStore(path.join(dir, "snapshots"));
   trainers.set("base", new Trainer(createLoraPolicy(base, { ...LORA, seed: 9 })));
   loraHandle = await publish(createLoraPolicy(base, LORA), "lora", [7, 8, 9]);
   fullHandle = await publish(createFullPolicy(base), "full", [200, 201, 202]);

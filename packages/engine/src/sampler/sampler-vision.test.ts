@@ -4,6 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { buildSftDatum, type Datum, type ImageChunk, type ModelInput } from "@opentinker/protocol";
+import { LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
@@ -11,7 +12,6 @@ import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
-import { LocalSnapshotStore } from "../snapshots/store.ts";
 import { pngImageChunk, randomImageChunk } from "../testing/images.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "../trainer/trainer.ts";
@@ -28,7 +28,7 @@ const IMAGE_B = randomImageChunk(16, 2, 16);
 let dir: string;
 let base: BaseModel;
 let textBase: BaseModel;
-let store: LocalSnapshotStore;
+let store: LocalStore;
 const registry = new InMemorySnapshotRegistry();
 /** Policy key ("base" or a handle) → a trainer over the same weights. */
 const trainers = new Map<string, Trainer>();
@@ -74,7 +74,7 @@ beforeAll(async () => {
   base = await loadBaseModel(path.join(dir, "vl"), "tiny-vl");
   await writeTinyModel(path.join(dir, "text"), { ...SHAPE, seed: 4 });
   textBase = await loadBaseModel(path.join(dir, "text"), "tiny");
-  store = new LocalSnapshotStore(path.join(dir, "snapshots"));
+  store = new LocalStore(path.join(dir, "snapshots"));
   // A fresh adapter (B = 0) computes exactly the base model.
   trainers.set("base", new Trainer(createLoraPolicy(base, { ...LORA, seed: 9 })));
   loraHandle = await publish(createLoraPolicy(base, LORA), "lora");

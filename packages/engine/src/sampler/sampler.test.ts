@@ -2,20 +2,20 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { buildSftDatum } from "@opentinker/protocol";
+import { LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { LoraSpec } from "../policy/policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
-import { LocalSnapshotStore } from "../snapshots/store.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "../trainer/trainer.ts";
 import { AbortError, Sampler } from "./sampler.ts";
 
 let dir: string;
 let base: BaseModel;
-let store: LocalSnapshotStore;
+let store: LocalStore;
 const registry = new InMemorySnapshotRegistry();
 const handles: string[] = [];
 const trainers: Trainer[] = [];
@@ -35,7 +35,7 @@ beforeAll(async () => {
     scale: 0.3,
   });
   base = await loadBaseModel(path.join(dir, "model"), "tiny");
-  store = new LocalSnapshotStore(path.join(dir, "snapshots"));
+  store = new LocalStore(path.join(dir, "snapshots"));
   // Two adapters trained towards different continuations, so their outputs differ.
   for (const [i, target] of [
     [0, [7, 8, 9]],

@@ -17,11 +17,11 @@ import type {
   SamplingParams,
   SamplingParamsInput,
 } from "@opentinker/protocol";
+import type { ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { Rng } from "../rng.ts";
 import type { SnapshotRegistry } from "../snapshots/registry.ts";
-import type { SnapshotStore } from "../snapshots/store.ts";
 import { KvCacheManager } from "./kv-cache.ts";
 import { ModelStep, type StepRequest } from "./model-step.ts";
 import { PagedKv } from "./paged-model.ts";
@@ -33,7 +33,7 @@ import { type StopCheck, stopChecker } from "./stop.ts";
 
 export interface SamplerOptions {
   base: BaseModel;
-  store: SnapshotStore;
+  store: ObjectStore;
   registry: SnapshotRegistry;
   /** Bytes of K/V cache (all layers). */
   kvCacheBytes?: number;

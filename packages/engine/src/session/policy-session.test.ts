@@ -2,11 +2,11 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { buildSftDatum } from "@opentinker/protocol";
+import { ChecksumMismatchError, LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
-import { ChecksumMismatchError, LocalSnapshotStore } from "../snapshots/store.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { PolicySession } from "./policy-session.ts";
 import { InMemoryPolicyRegistry } from "./registry.ts";
@@ -32,7 +32,7 @@ const datum = buildSftDatum({ sequence: [1, 2, 3, 4], weights: [0, 1, 1, 1] });
 
 function backing(storeDir: string, snapshots = new InMemorySnapshotRegistry()) {
   return {
-    store: new LocalSnapshotStore(path.join(dir, storeDir)),
+    store: new LocalStore(path.join(dir, storeDir)),
     registry: new InMemoryPolicyRegistry(snapshots),
   };
 }

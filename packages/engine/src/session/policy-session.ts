@@ -1,6 +1,6 @@
 // One policy's lifecycle (C1, C2): train → publish → checkpoint → restore. The
 // in-process clients and the worker both run their policies through this; each
-// supplies only where objects go (a SnapshotStore) and where they are recorded
+// supplies only where objects go (a ObjectStore) and where they are recorded
 // (a PolicyRegistry). Nothing is half-written: an object whose record fails is
 // deleted again.
 import { randomBytes } from "node:crypto";
@@ -15,15 +15,15 @@ import {
   parseStatePath,
   type SavedWeights,
 } from "@opentinker/protocol";
+import type { ObjectStore } from "@opentinker/store";
 import type { Policy } from "../policy/policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { restoreState, stateFiles } from "../snapshots/state.ts";
-import type { SnapshotStore } from "../snapshots/store.ts";
 import { Trainer } from "../trainer/trainer.ts";
 import type { PolicyLocation, PolicyRegistry, RecordedObject, StoredRef } from "./registry.ts";
 
 export interface SessionBacking {
-  store: SnapshotStore;
+  store: ObjectStore;
   registry: PolicyRegistry;
 }
 

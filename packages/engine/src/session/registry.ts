@@ -3,8 +3,8 @@
 // Postgres (every query within the policy's team); scripts and tests keep it in
 // memory over a SnapshotRegistry.
 import type { SavedWeights } from "@opentinker/protocol";
+import type { StoredObject } from "@opentinker/store";
 import type { SnapshotRegistry } from "../snapshots/registry.ts";
-import type { StoredObject } from "../snapshots/store.ts";
 
 /** Whose policy a session trains. */
 export interface PolicyLocation {

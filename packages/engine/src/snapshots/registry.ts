@@ -2,7 +2,7 @@
 // checksum. In-process runs use the in-memory registry below; the control plane
 // implements the same interface over the database.
 import { formatSamplerHandle, parseSamplerHandle } from "@opentinker/protocol";
-import type { StoredObject } from "./store.ts";
+import type { StoredObject } from "@opentinker/store";
 
 export interface SnapshotRecord {
   handle: string;

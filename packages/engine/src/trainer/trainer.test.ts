@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { buildRlDatum, buildSftDatum, type Datum } from "@opentinker/protocol";
+import { LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
@@ -9,7 +10,6 @@ import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { LoraSpec, Policy } from "../policy/policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { restoreState, stateFiles } from "../snapshots/state.ts";
-import { LocalSnapshotStore } from "../snapshots/store.ts";
 import { tempDir } from "../testing/temp-dir.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "./trainer.ts";
@@ -207,7 +207,7 @@ describe("bad input leaves the policy untouched", () => {
 
 describe("snapshots and checkpoints", () => {
   it("a published snapshot does not change when training continues", async () => {
-    const store = new LocalSnapshotStore(await tempDir());
+    const store = new LocalStore(await tempDir());
     const policy = createLoraPolicy(base, LORA);
     const trainer = new Trainer(policy);
     trainer.forwardBackward(BATCH_A, "cross_entropy");

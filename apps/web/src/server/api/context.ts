@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { type Caller, type Context, createInnerContext, ShortCache } from "@opentinker/api";
 import { apiKeyCaller, authenticateApiKey, type Db, hashApiKey, type RequestWaiter } from "@opentinker/db";
+import type { ObjectStore } from "@opentinker/store";
 import { callerFromSessionCookie } from "./session.ts";
 
 /** The token of an `Authorization: Bearer <token>` header. */
@@ -56,6 +57,8 @@ export interface ApiDeps {
   secureCookies?: boolean;
   /** Hosts remote environments may be on (env.ts: OPENTINKER_REMOTE_ENV_HOSTS); none when absent. */
   remoteEnvHosts?: readonly string[];
+  /** Where snapshots' files are, for downloads (the store the workers write to). */
+  store: ObjectStore;
 }
 
 export function contextFactory(deps: ApiDeps) {
@@ -66,5 +69,6 @@ export function contextFactory(deps: ApiDeps) {
       caller: await callerFromRequest(deps.db, req, deps.sessionSecret),
       remoteEnvHosts: deps.remoteEnvHosts,
       keyRevoked: forgetAuthenticatedKeys,
+      store: deps.store,
     });
 }

@@ -1,7 +1,8 @@
 import type { Db } from "@opentinker/db";
 
 export interface HealthReport {
-  status: "ok" | "error";
+  /** "draining": this process is stopping (SIGTERM) and takes no new work; the others serve. */
+  status: "ok" | "error" | "draining";
   database: { status: "ok" | "unreachable"; latencyMs?: number; error?: string };
   workers: { online: number; lastHeartbeatAt: string | null };
 }

@@ -8,6 +8,7 @@ import { Readable } from "node:stream";
 import { readObjectFiles } from "@opentinker/api";
 import { type Db, findSamplerCheckpoint, findTrainingCheckpoint, sessionRequests } from "@opentinker/db";
 import { formatTinkerPath } from "@opentinker/protocol";
+import type { ObjectStore } from "@opentinker/store";
 import { pack } from "tar-stream";
 import { TinkerError } from "./convert.ts";
 import type { Reply } from "./scope.ts";
@@ -17,15 +18,20 @@ import { auditWeights } from "./weights.ts";
 /** The optimizer state is ours to resume from, not part of the exported adapter. */
 const NOT_EXPORTED = new Set(["training_state.safetensors"]);
 
-async function archive(db: Db, target: Extract<LinkTarget, { kind: "archive" }>): Promise<Reply> {
+async function archive(
+  db: Db,
+  store: ObjectStore | null,
+  target: Extract<LinkTarget, { kind: "archive" }>,
+): Promise<Reply> {
   const reader = { teamId: target.team, published: true };
   const find = target.weights === "weights" ? findTrainingCheckpoint : findSamplerCheckpoint;
   const found = await find(db, reader, target.model, target.name);
   const path = { model: target.model, kind: target.weights, name: target.name } as const;
   if (!found) throw new TinkerError(404, `checkpoint ${formatTinkerPath(path)} not found`);
-  const files = await readObjectFiles(found.path);
+  const files = await readObjectFiles(store, found);
   const tar = pack();
-  for (const [name, bytes] of files) if (!NOT_EXPORTED.has(name)) tar.entry({ name, mode: 0o644 }, bytes);
+  for (const [name, bytes] of files)
+    if (!NOT_EXPORTED.has(name)) tar.entry({ name, mode: 0o644 }, Buffer.from(bytes));
   tar.entry({ name: "checkpoint_complete", mode: 0o644 }, "");
   tar.finalize();
   await auditWeights(db, target.team, "checkpoint_downloaded", path);
@@ -71,7 +77,7 @@ async function trace(db: Db, target: Extract<LinkTarget, { kind: "trace" }>): Pr
 }
 
 /** The download a link's token names; a bad or expired link is a 403. */
-export function download(db: Db, secret: string, token: string): Promise<Reply> {
+export function download(db: Db, store: ObjectStore | null, secret: string, token: string): Promise<Reply> {
   const target = verifyLink(secret, token);
-  return target.kind === "archive" ? archive(db, target) : trace(db, target);
+  return target.kind === "archive" ? archive(db, store, target) : trace(db, target);
 }

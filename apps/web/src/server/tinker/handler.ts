@@ -71,7 +71,7 @@ function query(req: IncomingMessage): Record<string, string> {
 async function answer(deps: ApiDeps & { aliases: TinkerModelAliases }, req: IncomingMessage, path: string) {
   if (path === "healthz" && req.method === "GET") return { json: { status: "ok" } };
   if (path.startsWith("downloads/") && req.method === "GET")
-    return download(deps.db, deps.sessionSecret, path.slice("downloads/".length));
+    return download(deps.db, deps.store ?? null, deps.sessionSecret, path.slice("downloads/".length));
   let matched: ReturnType<typeof matchRoute>;
   try {
     matched = matchRoute(req.method ?? "GET", path);
@@ -93,6 +93,7 @@ async function answer(deps: ApiDeps & { aliases: TinkerModelAliases }, req: Inco
     caller,
     remoteEnvHosts: deps.remoteEnvHosts,
     keyRevoked: forgetAuthenticatedKeys,
+    store: deps.store,
   });
   const scope: Scope = {
     ctx: { ...ctx, caller },

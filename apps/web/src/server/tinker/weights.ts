@@ -180,7 +180,7 @@ export async function deleteCheckpoint(scope: Scope, ref: WeightsRef): Promise<v
     return row;
   });
   if (!deleted) notFound(`checkpoint ${formatTinkerPath(path)}`);
-  await deleteObjectFiles(found.path);
+  await deleteObjectFiles(scope.ctx.store, found.path);
 }
 
 export async function setPublished(scope: Scope, ref: WeightsRef, published: boolean): Promise<void> {
