@@ -17,9 +17,10 @@ import {
 import type { ModelParams } from "./params.ts";
 
 /** Rows per block so that a block's logits stay about 16 MiB. */
-const rowBlock = (vocab: number) => Math.max(1, Math.floor((4 << 20) / vocab));
+export const rowBlock = (vocab: number) => Math.max(1, Math.floor((4 << 20) / vocab));
 
-function blocks(n: number, size: number): [number, number][] {
+/** [start, end) of each block of `size` rows among n. */
+export function blocks(n: number, size: number): [number, number][] {
   const out: [number, number][] = [];
   for (let start = 0; start < n; start += size) out.push([start, Math.min(n, start + size)]);
   return out;

@@ -4,17 +4,25 @@
 // has its own. Image positions feed soft tokens computed once per request with the
 // policy's vision weights. Also the one-policy view for computeLogprobs, through
 // the training forward so its numbers agree with the trainer's.
-import { createLoraTable, type LoraAdapterWeights } from "@opentinker/kernels";
+import { createLoraTable, type LoraAdapterWeights, scoreRows } from "@opentinker/kernels";
 import type { LinearParams } from "../nn/linear.ts";
 import type { ModelParams } from "../nn/params.ts";
 import { forward } from "../nn/transformer.ts";
+import { blocks, rowBlock } from "../nn/unembed.ts";
 import { softTokens } from "../nn/vision.ts";
 import { pack } from "../trainer/batching.ts";
 import type { PreparedImage } from "../vision/input.ts";
 import type { ImageSpan } from "./block-hash.ts";
 import type { CopyInstruction, KvCacheManager } from "./kv-cache.ts";
-import { PagedKv, pagedForward, type StepBatch, type StepMatmul } from "./paged-model.ts";
-import { BASE_KEY, type LoraEntryWeights, MODULES, type PolicyPool, type PoolEntry } from "./policy-pool.ts";
+import { PagedKv, pagedForward, pagedLogits, type StepBatch, type StepMatmul } from "./paged-model.ts";
+import {
+  BASE_KEY,
+  type LoraEntryWeights,
+  MODULES,
+  type PolicyPool,
+  type PoolEntry,
+  type PoolLoraTables,
+} from "./policy-pool.ts";
 import type { Row, ScheduledRequest } from "./scheduler.ts";
 
 /** A prompt image with its soft tokens under the request's policy. */
@@ -27,6 +35,8 @@ export interface StepRequest extends ScheduledRequest {
   readonly entry: PoolEntry;
   /** Empty for a text-only prompt. */
   readonly images: readonly RequestImage[];
+  /** How many most likely tokens each scored prompt position reports (0: its logprob only). */
+  readonly promptTopK: number;
 }
 
 /** The soft token [hidden] fed at prompt position `p`, when an image covers it. */
@@ -64,11 +74,26 @@ export interface ModelStepOptions {
   matmul: StepMatmul;
 }
 
-/** A step's logits: [rows.length, vocab], one row per row that wants logits, in `rows` order. */
+/**
+ * A scored prompt row (see RowOutput "score"): log π(next prompt token) and the
+ * most likely next tokens, [tokenId, logprob], most likely first: at least the
+ * request's promptTopK of them (as many as the most any request of its step asked for).
+ */
+export interface RowScore<R extends StepRequest> {
+  row: Row<R>;
+  logprob: number;
+  top: [number, number][];
+}
+
+/**
+ * A step's logits: [rows.length, vocab], one row per row that samples (a prompt's
+ * last row or a decode row), in `rows` order; and the scores of its scored prompt rows.
+ */
 export interface StepLogits<R extends StepRequest> {
   rows: Row<R>[];
   logits: Float32Array;
   vocab: number;
+  scores: RowScore<R>[];
 }
 
 export class ModelStep {
@@ -95,6 +120,7 @@ export class ModelStep {
     }
     const vocab = this.options.baseParams.shape.vocabSize;
     const parts = [...groups.values()].map((group) => this.runGroup(group));
+    const scores = parts.flatMap((p) => p.scores);
     const [only] = parts;
     if (only && parts.length === 1) return { ...only, vocab };
     // Full-parameter policies run their own forwards: their logits join one buffer.
@@ -105,7 +131,7 @@ export class ModelStep {
       logits.set(part.logits, offset);
       offset += part.logits.length;
     }
-    return { rows: out, logits, vocab };
+    return { rows: out, logits, vocab, scores };
   }
 
   /** Soft tokens of the prompt's images under the policy's own vision weights (full-parameter ones train them). */
@@ -139,7 +165,12 @@ export class ModelStep {
     const seqIds = [...new Set(rows.map((r) => r.seqId))];
     const seqIndex = new Map(seqIds.map((id, i) => [id, i]));
     const tables = kv.blockTables(seqIds);
-    const logitRows = rows.flatMap((r, i) => (r.output.kind === "none" ? [] : [i]));
+    // Rows that sample first, then scored prompt rows: their hidden states come back in that order.
+    const sampled = rows.flatMap((r, i) =>
+      r.output.kind === "prompt" || r.output.kind === "decode" ? [i] : [],
+    );
+    const scored = rows.flatMap((r, i) => (r.output.kind === "score" ? [i] : []));
+    const logitRows = [...sampled, ...scored];
     const batch: StepBatch = {
       n: rows.length,
       tokens: Int32Array.from(rows, (r) => r.token),
@@ -155,8 +186,55 @@ export class ModelStep {
     const softTokens = softTokensOf(rows, baseParams.shape.hiddenSize);
     if (softTokens) batch.softTokens = softTokens;
     const params = full ? (entry.params as ModelParams) : baseParams;
-    const logits = pagedForward(params, full ? null : pool.loraTables(), this.cache, batch, matmul);
-    return { rows: logitRows.map((row) => rows[row] as Row<R>), logits };
+    const lora = full ? null : pool.loraTables();
+    const hidden = pagedForward(params, lora, this.cache, batch, matmul);
+    const H = baseParams.shape.hiddenSize;
+    const slotsOf = (indices: number[]) => Int32Array.from(indices, (i) => batch.slots[i] as number);
+    const split = sampled.length * H;
+    const logits = pagedLogits(params, lora, hidden.subarray(0, split), slotsOf(sampled), matmul);
+    const scoredRows = scored.map((i) => rows[i] as Row<R>);
+    return {
+      rows: sampled.map((i) => rows[i] as Row<R>),
+      logits,
+      scores: this.score(params, lora, scoredRows, hidden.subarray(split), slotsOf(scored)),
+    };
+  }
+
+  /**
+   * Scores prompt rows from their final hidden states [rows.length, hidden]: the
+   * logits of a block of rows at a time (about 16 MiB), each reduced natively to
+   * the next prompt token's logprob and the top k, so a long prompt's logits are
+   * never all alive at once.
+   */
+  private score<R extends StepRequest>(
+    params: ModelParams,
+    lora: PoolLoraTables | null,
+    rows: Row<R>[],
+    hidden: Float32Array,
+    slots: Int32Array,
+  ): RowScore<R>[] {
+    if (rows.length === 0) return [];
+    const { hiddenSize: H, vocabSize: V } = params.shape;
+    const k = Math.min(V, Math.max(...rows.map((r) => r.request.promptTopK)));
+    const targets = Int32Array.from(rows, (r) => r.request.prompt[r.position + 1] as number);
+    const out: RowScore<R>[] = [];
+    for (const [start, end] of blocks(rows.length, rowBlock(V))) {
+      const logits = pagedLogits(
+        params,
+        lora,
+        hidden.subarray(start * H, end * H),
+        slots.subarray(start, end),
+        this.options.matmul,
+      );
+      const s = scoreRows(logits, V, targets.subarray(start, end), k);
+      for (let i = 0; i < end - start; i++) {
+        const top: [number, number][] = [];
+        for (let j = i * k; j < (i + 1) * k; j++)
+          top.push([s.topIds[j] as number, s.topLogprobs[j] as number]);
+        out.push({ row: rows[start + i] as Row<R>, logprob: s.logprobs[i] as number, top });
+      }
+    }
+    return out;
   }
 
   /** The weights of one policy as training-forward parameters. */
