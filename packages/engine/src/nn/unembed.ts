@@ -17,10 +17,9 @@ import {
 import type { ModelParams } from "./params.ts";
 
 /** Rows per block so that a block's logits stay about 16 MiB. */
-export const rowBlock = (vocab: number) => Math.max(1, Math.floor((4 << 20) / vocab));
+const rowBlock = (vocab: number) => Math.max(1, Math.floor((4 << 20) / vocab));
 
-/** [start, end) of each block of `size` rows among n. */
-export function blocks(n: number, size: number): [number, number][] {
+function blocks(n: number, size: number): [number, number][] {
   const out: [number, number][] = [];
   for (let start = 0; start < n; start += size) out.push([start, Math.min(n, start + size)]);
   return out;

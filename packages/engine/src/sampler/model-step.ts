@@ -8,21 +8,13 @@ import { createLoraTable, type LoraAdapterWeights, scoreRows } from "@opentinker
 import type { LinearParams } from "../nn/linear.ts";
 import type { ModelParams } from "../nn/params.ts";
 import { forward } from "../nn/transformer.ts";
-import { blocks, rowBlock } from "../nn/unembed.ts";
 import { softTokens } from "../nn/vision.ts";
 import { pack } from "../trainer/batching.ts";
 import type { PreparedImage } from "../vision/input.ts";
 import type { ImageSpan } from "./block-hash.ts";
 import type { CopyInstruction, KvCacheManager } from "./kv-cache.ts";
 import { PagedKv, pagedForward, pagedLogits, type StepBatch, type StepMatmul } from "./paged-model.ts";
-import {
-  BASE_KEY,
-  type LoraEntryWeights,
-  MODULES,
-  type PolicyPool,
-  type PoolEntry,
-  type PoolLoraTables,
-} from "./policy-pool.ts";
+import { BASE_KEY, type LoraEntryWeights, MODULES, type PolicyPool, type PoolEntry } from "./policy-pool.ts";
 import type { Row, ScheduledRequest } from "./scheduler.ts";
 
 /** A prompt image with its soft tokens under the request's policy. */
@@ -65,6 +57,22 @@ function softTokensOf(rows: readonly Row<StepRequest>[], H: number): StepBatch["
     values.set(token, i * H);
   });
   return { rows: Int32Array.from(soft, ([row]) => row), values };
+}
+
+/**
+ * Scored prompt rows from their logits [rows.length, vocab], reduced natively to
+ * the next prompt token's logprob and the most likely tokens (partial selection).
+ */
+function score<R extends StepRequest>(rows: Row<R>[], logits: Float32Array, vocab: number): RowScore<R>[] {
+  if (rows.length === 0) return [];
+  const k = Math.min(vocab, Math.max(...rows.map((r) => r.request.promptTopK)));
+  const targets = Int32Array.from(rows, (r) => r.request.prompt[r.position + 1] as number);
+  const s = scoreRows(logits, vocab, targets, k);
+  return rows.map((row, i) => {
+    const top: [number, number][] = [];
+    for (let j = i * k; j < (i + 1) * k; j++) top.push([s.topIds[j] as number, s.topLogprobs[j] as number]);
+    return { row, logprob: s.logprobs[i] as number, top };
+  });
 }
 
 export interface ModelStepOptions {
@@ -188,53 +196,28 @@ export class ModelStep {
     const params = full ? (entry.params as ModelParams) : baseParams;
     const lora = full ? null : pool.loraTables();
     const hidden = pagedForward(params, lora, this.cache, batch, matmul);
-    const H = baseParams.shape.hiddenSize;
-    const slotsOf = (indices: number[]) => Int32Array.from(indices, (i) => batch.slots[i] as number);
-    const split = sampled.length * H;
-    const logits = pagedLogits(params, lora, hidden.subarray(0, split), slotsOf(sampled), matmul);
-    const scoredRows = scored.map((i) => rows[i] as Row<R>);
+    // One unembedding for both kinds: each call streams the whole [vocab, hidden]
+    // matrix, which dominates at a few rows (per row, blocks of 27 rows of a 152K
+    // vocabulary cost twice what 256 rows at once did). Its logits, at most one row
+    // per row of the step, are no more than a step of decode rows holds.
+    const logits = pagedLogits(
+      params,
+      lora,
+      hidden,
+      Int32Array.from(logitRows, (i) => batch.slots[i] as number),
+      matmul,
+    );
+    const V = baseParams.shape.vocabSize;
+    const split = sampled.length * V;
     return {
       rows: sampled.map((i) => rows[i] as Row<R>),
-      logits,
-      scores: this.score(params, lora, scoredRows, hidden.subarray(split), slotsOf(scored)),
+      logits: logits.subarray(0, split),
+      scores: score(
+        scored.map((i) => rows[i] as Row<R>),
+        logits.subarray(split),
+        V,
+      ),
     };
-  }
-
-  /**
-   * Scores prompt rows from their final hidden states [rows.length, hidden]: the
-   * logits of a block of rows at a time (about 16 MiB), each reduced natively to
-   * the next prompt token's logprob and the top k, so a long prompt's logits are
-   * never all alive at once.
-   */
-  private score<R extends StepRequest>(
-    params: ModelParams,
-    lora: PoolLoraTables | null,
-    rows: Row<R>[],
-    hidden: Float32Array,
-    slots: Int32Array,
-  ): RowScore<R>[] {
-    if (rows.length === 0) return [];
-    const { hiddenSize: H, vocabSize: V } = params.shape;
-    const k = Math.min(V, Math.max(...rows.map((r) => r.request.promptTopK)));
-    const targets = Int32Array.from(rows, (r) => r.request.prompt[r.position + 1] as number);
-    const out: RowScore<R>[] = [];
-    for (const [start, end] of blocks(rows.length, rowBlock(V))) {
-      const logits = pagedLogits(
-        params,
-        lora,
-        hidden.subarray(start * H, end * H),
-        slots.subarray(start, end),
-        this.options.matmul,
-      );
-      const s = scoreRows(logits, V, targets.subarray(start, end), k);
-      for (let i = 0; i < end - start; i++) {
-        const top: [number, number][] = [];
-        for (let j = i * k; j < (i + 1) * k; j++)
-          top.push([s.topIds[j] as number, s.topLogprobs[j] as number]);
-        out.push({ row: rows[start + i] as Row<R>, logprob: s.logprobs[i] as number, top });
-      }
-    }
-    return out;
   }
 
   /** The weights of one policy as training-forward parameters. */

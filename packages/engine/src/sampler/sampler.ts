@@ -13,12 +13,12 @@
 //
 // Prompt logprobs (and the top k per position) come from the prefill itself: a
 // call that asks for them computes every prompt position (no prefix-cache hits),
-// and its prompt rows' logits are scored as they are computed, a block of rows at
-// a time, once for all its samples. The other design, a second pass through the
-// training forward (computeLogprobs), costs a whole extra forward and its tape
-// over the prompt; this one only the unembedding of the prompt rows. Measured in
-// BENCHMARKS.md ("prompt logprobs"); both agree within 1e-4 (sampler-prompt-logprobs.test.ts).
-// Calls that do not ask run exactly as before.
+// and each step scores its prompt rows' logits natively, in the same unembedding
+// as the step's sampled rows, once for all the call's samples. The other design, a
+// second pass through the training forward (computeLogprobs), costs a whole extra
+// forward and its tape over the prompt; this one the unembedding of the prompt
+// rows (BENCHMARKS.md, "prompt logprobs"). Both agree with the trainer within 1e-4
+// (sampler-prompt-logprobs.test.ts). Calls that do not ask run as before.
 import type {
   ModelInput,
   PromptLogprobsOptions,
