@@ -238,17 +238,22 @@ void top_k(const float* logits, int64_t vocab, int64_t k, Cand* out) {
   thread_local std::vector<Cand> heap;
   heap.clear();
   // With `before` as the heap's order its front is the worst kept candidate.
+  // Once the heap is full, a token displaces it only with a strictly larger logit
+  // (a tie has the larger id, so it comes after): one comparison skips the rest,
+  // NaN included.
+  float worst = kNegInf;
   for (int64_t i = 0; i < vocab; ++i) {
     const float l = logits[i];
+    const bool full = static_cast<int64_t>(heap.size()) == k;
+    if (full && !(l > worst)) continue;
     const Cand c{std::isnan(l) ? kNegInf : l, static_cast<int32_t>(i)};
-    if (static_cast<int64_t>(heap.size()) < k) {
-      heap.push_back(c);
-      std::push_heap(heap.begin(), heap.end(), before);
-    } else if (before(c, heap.front())) {
+    if (full) {
       std::pop_heap(heap.begin(), heap.end(), before);
-      heap.back() = c;
-      std::push_heap(heap.begin(), heap.end(), before);
+      heap.pop_back();
     }
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), before);
+    worst = heap.front().key;
   }
   std::sort_heap(heap.begin(), heap.end(), before);
   std::copy(heap.begin(), heap.end(), out);
