@@ -120,6 +120,25 @@ describe("bad input over HTTP", () => {
         400,
         /^policy/,
       ],
+      [
+        "POST",
+        "/v1/sampling/sample",
+        {
+          policy: { baseModel: BASE },
+          prompt: tokens([1]),
+          params: { maxTokens: 1 },
+          topkPromptLogprobs: 21,
+        },
+        400,
+        /^topkPromptLogprobs: .*20/,
+      ],
+      [
+        "POST",
+        "/v1/sampling/sample",
+        { policy: { baseModel: BASE }, prompt: tokens([1]), params: { maxTokens: 1 }, promptLogprobs: "yes" },
+        400,
+        /^promptLogprobs: /,
+      ],
       ["POST", "/v1/environments", { name: "e", kind: "BUILTIN", builtin: "chess" }, 400, /^builtin: /],
       [
         "POST",

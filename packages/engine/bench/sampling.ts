@@ -4,6 +4,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { PromptLogprobsOptions } from "@opentinker/protocol";
 import { LocalStore } from "@opentinker/store";
 import type { BaseModel } from "../src/base-model.ts";
 import type { ModelConfig } from "../src/model/index.ts";
@@ -93,10 +94,16 @@ async function benchModel(name: string, config: ModelConfig) {
         batchInvariant,
       });
     const V = config.vocabSize;
-    const prefill = async (batchInvariant: boolean) => {
+    const prefill = async (batchInvariant: boolean, options: PromptLogprobsOptions = {}) => {
       const s = sampler(batchInvariant);
       await s.sample(handles[0] as string, prompt(V, 64, 1), 1, { maxTokens: 1 });
-      return timed(() => s.sample(handles[0] as string, prompt(V, 512, 2), 1, { maxTokens: 1 }));
+      return timed(() => s.sample(handles[0] as string, prompt(V, 512, 2), 1, { maxTokens: 1 }, options));
+    };
+    // What the other design of prompt logprobs would add to a sampling call: the training forward's pass.
+    const trainingForward = async () => {
+      const s = sampler();
+      await s.computeLogprobs(handles[0] as string, prompt(V, 64, 1));
+      return timed(() => s.computeLogprobs(handles[0] as string, prompt(V, 512, 2)));
     };
     const group = prompt(V, 256, 3);
     progress(`sampling: ${name}, every side in each of ${ROUNDS} rounds`);
@@ -112,6 +119,10 @@ async function benchModel(name: string, config: ModelConfig) {
       prefill: () => prefill(true),
       // The same with OpenBLAS matmuls (batchInvariant: false): what batch invariance costs.
       prefillAuto: () => prefill(false),
+      // Prompt logprobs (and the top 20 per position) from the same prefill.
+      prefillScored: () => prefill(true, { promptLogprobs: true }),
+      prefillTop20: () => prefill(true, { promptLogprobs: true, topkPromptLogprobs: 20 }),
+      computeLogprobs: trainingForward,
       shared: () => timed(() => sampler().sample(handles[0] as string, group, 8, { maxTokens: 8, seed: 1 })),
       // The same work without a common prefix: prompts that differ in their first token.
       unshared: () =>
@@ -145,6 +156,23 @@ async function benchModel(name: string, config: ModelConfig) {
         grpo_group8_shared_s: round(m("shared"), 3),
         grpo_group8_unshared_s: round(m("unshared"), 3),
         prefix_sharing_speedup: round(pairedRatio(t.unshared, t.shared), 2),
+      },
+      prompt_logprobs: {
+        prompt_tokens: 512,
+        prefill_s: round(m("prefill"), 3),
+        with_prompt_logprobs_s: round(m("prefillScored"), 3),
+        with_top20_s: round(m("prefillTop20"), 3),
+        compute_logprobs_s: round(m("computeLogprobs"), 3),
+        with_prompt_logprobs_over_prefill: round(pairedRatio(t.prefillScored, t.prefill), 2),
+        with_top20_over_prefill: round(pairedRatio(t.prefillTop20, t.prefill), 2),
+        // The second-pass design: the prefill plus computeLogprobs, over this one.
+        second_pass_over_from_prefill: round(
+          pairedRatio(
+            t.prefill.map((p, r) => p + (t.computeLogprobs[r] as number)),
+            t.prefillScored,
+          ),
+          2,
+        ),
       },
     };
   } finally {

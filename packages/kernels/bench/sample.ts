@@ -1,4 +1,4 @@
-import { sampleDraws, sampleRows } from "../src/index.ts";
+import { sampleDraws, sampleRows, scoreRows } from "../src/index.ts";
 import { rng } from "../src/test-utils.ts";
 import { interleavedMs, progress, round, sideMedian } from "./timing.ts";
 
@@ -42,5 +42,20 @@ export function benchSample() {
   const ms = Object.fromEntries(
     (Object.keys(samples) as (keyof typeof samples)[]).map((k) => [k, round(sideMedian(samples, k))]),
   );
-  return { rows: ROWS, vocab: VOCAB, rounds: samples.greedy.length, step_ms: ms };
+  // A prompt's scores (its tokens' logprobs, and the top 20 of each position) over the same rows.
+  const targets = Int32Array.from({ length: ROWS }, () => Math.floor(random() * VOCAB));
+  const scores = interleavedMs({
+    logprobs: () => scoreRows(logits, VOCAB, targets, 0),
+    top_20: () => scoreRows(logits, VOCAB, targets, 20),
+  });
+  return {
+    rows: ROWS,
+    vocab: VOCAB,
+    rounds: samples.greedy.length,
+    step_ms: ms,
+    score_ms: {
+      logprobs: round(sideMedian(scores, "logprobs")),
+      top_20: round(sideMedian(scores, "top_20")),
+    },
+  };
 }

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { type SampleDraws, sampleDraws, sampleRows } from "./ops/sample.ts";
+import { type SampleDraws, sampleDraws, sampleRows, scoreRows } from "./ops/sample.ts";
 import {
   type RefSampleParams,
   refDrawFrom,
   refLogprob,
   refSampleDistribution,
   refSampleToken,
+  refTopK,
 } from "./reference/sample.ts";
 import { randomF32, rng } from "./test-utils.ts";
 
@@ -199,6 +200,83 @@ describe("sampleRows", () => {
     expect(bad((d) => d.uniforms.fill(1))).toThrow(/sampleRows: uniforms\[0\] must be in \[0, 1\)/);
     expect(() => sampleRows(SMALL.subarray(0, 7), 4, drawsOf(OFF, [0.5]))).toThrow(
       /sampleRows: logits has length 7/,
+    );
+  });
+});
+
+describe("scoreRows", () => {
+  /** The native top-k of row r as [id, logprob] pairs. */
+  const topOf = (out: ReturnType<typeof scoreRows>, r: number, k: number) =>
+    Array.from({ length: k }, (_, j) => [out.topIds[r * k + j], out.topLogprobs[r * k + j]]);
+
+  it("scores each row's target and its k most likely tokens like a float64 sort of the whole row", () => {
+    const random = rng(11);
+    const V = 500;
+    const rows = 5;
+    const logits = randomF32(rows * V, random, 6);
+    // Ties at the top and at the k boundary of row 1 go to the lower ids.
+    logits[V + 7] = logits[V + 300] = logits[V + 42] = 9;
+    logits[V + 99] = logits[V + 5] = 8;
+    const targets = Int32Array.from([3, 300, 0, 499, 250]);
+    for (const k of [0, 1, 4, 20, V]) {
+      const out = scoreRows(logits, V, targets, k);
+      for (let r = 0; r < rows; r++) {
+        const row = logits.subarray(r * V, (r + 1) * V);
+        expect(out.logprobs[r]).toBeCloseTo(refLogprob(row, targets[r] as number), 5);
+        const ref = refTopK(row, k);
+        const got = topOf(out, r, k);
+        expect(got.map(([id]) => id)).toEqual(ref.map(([id]) => id));
+        for (const [j, [, lp]] of got.entries()) expect(lp).toBeCloseTo(ref[j]?.[1] as number, 5);
+      }
+    }
+    const tied = topOf(scoreRows(logits, V, targets, 5), 1, 5).map(([id]) => id);
+    expect(tied).toEqual([7, 42, 300, 5, 99]);
+  });
+
+  it("a target's score equals the logprob sampleRows reports when it draws that token", () => {
+    const random = rng(12);
+    const V = 1000;
+    const logits = randomF32(2 * V, random, 5);
+    const greedy = drawsOf({ ...OFF, temperature: 0 }, [0, 0], [0, 1]);
+    const drawn = sampleRows(logits, V, greedy);
+    const scored = scoreRows(logits, V, drawn.tokens, 1);
+    expect(Array.from(scored.logprobs)).toEqual(Array.from(drawn.logprobs));
+    expect(Array.from(scored.topIds)).toEqual(Array.from(drawn.tokens));
+  });
+
+  it("on a 152K vocabulary, the top 20 of each row are the reference's, in its order", () => {
+    const V = 151_936;
+    const random = rng(13);
+    const rows = 3;
+    const logits = randomF32(rows * V, random, 8);
+    logits[100] = logits[150_000] = 12; // a tie at the top of row 0
+    logits[V + 70_000] = Number.NaN; // orders as -inf; its row has no distribution (NaN logprobs)
+    logits[2 * V + 5] = Number.NEGATIVE_INFINITY;
+    const targets = Int32Array.from([150_000, 70_001, 5]);
+    const k = 20;
+    const out = scoreRows(logits, V, targets, k);
+    for (let r = 0; r < rows; r++) {
+      const row = logits.subarray(r * V, (r + 1) * V);
+      const ref = refTopK(row, k);
+      const got = topOf(out, r, k);
+      expect(got.map(([id]) => id)).toEqual(ref.map(([id]) => id));
+      const close = (a: number, b: number) =>
+        Number.isNaN(b) ? Number.isNaN(a) : a === b || Math.abs(a - b) < 1e-5;
+      for (const [j, [, lp]] of got.entries()) expect(close(lp as number, ref[j]?.[1] as number)).toBe(true);
+      expect(close(out.logprobs[r] as number, refLogprob(row, targets[r] as number))).toBe(true);
+    }
+    expect(out.topIds.subarray(k, 2 * k)).not.toContain(70_000);
+    expect(out.logprobs[2]).toBe(Number.NEGATIVE_INFINITY);
+  });
+
+  it("refuses bad targets, k and output lengths by name", () => {
+    const one = Int32Array.from([1]);
+    expect(() => scoreRows(SMALL, SMALL.length, Int32Array.from([8]), 1)).toThrow(
+      /scoreRows: targets\[0\] is 8, expected \[0, 8\)/,
+    );
+    expect(() => scoreRows(SMALL, SMALL.length, one, 9)).toThrow(/scoreRows: k must be in \[0, 8\], got 9/);
+    expect(() => scoreRows(SMALL.subarray(0, 7), SMALL.length, one, 1)).toThrow(
+      /scoreRows: logits has length 7/,
     );
   });
 });

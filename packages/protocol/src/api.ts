@@ -12,7 +12,7 @@ import {
 } from "./losses.ts";
 import { ZModelInput } from "./model-input.ts";
 import { idRequest } from "./resources.ts";
-import { ZSampleResponse, ZSamplingParams } from "./sampling.ts";
+import { ZPromptLogprobsOptions, ZSampleResponse, ZSamplingParams } from "./sampling.ts";
 
 const ZId = z.string().min(1).max(64);
 
@@ -62,6 +62,8 @@ export const ZSampleInput = z.object({
   prompt: ZModelInput,
   numSamples: z.number().int().min(1).max(256).default(1),
   params: ZSamplingParams,
+  /** promptLogprobs and topkPromptLogprobs: scores of the prompt itself, computed once for all samples. */
+  ...ZPromptLogprobsOptions.shape,
 });
 export type SampleInput = z.infer<typeof ZSampleInput>;
 

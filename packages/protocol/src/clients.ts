@@ -10,7 +10,7 @@ import type {
   OptimStepOutput,
 } from "./losses.ts";
 import type { ModelInput } from "./model-input.ts";
-import type { SampleResponse, SamplingParamsInput } from "./sampling.ts";
+import type { PromptLogprobsOptions, SampleResponse, SamplingParamsInput } from "./sampling.ts";
 
 /**
  * A request that has been accepted and ordered. Awaiting the call gives the
@@ -51,10 +51,17 @@ export interface TextTokenizerLike {
 export interface SamplingClient {
   /** The policy this client samples from (a handle or a base model name). */
   readonly policy: string;
+  /**
+   * `numSamples` completions of `prompt`. `options.promptLogprobs` fills the
+   * response's promptLogprobs, `options.topkPromptLogprobs: k` (≤ 20) its
+   * topkPromptLogprobs: the prompt's own scores, computed once for all samples
+   * (with maxTokens 1 this is computeLogprobs plus the top k).
+   */
   sample(
     prompt: ModelInput,
     numSamples: number,
     params: SamplingParamsInput,
+    options?: PromptLogprobsOptions,
   ): Promise<ApiFuture<SampleResponse>>;
   /** Per-position logprobs of a given sequence (the first position: null). */
   computeLogprobs(sequence: ModelInput): Promise<ApiFuture<(number | null)[]>>;

@@ -31,6 +31,23 @@ export const ZSamplingParams = z.object({
 export type SamplingParams = z.infer<typeof ZSamplingParams>;
 export type SamplingParamsInput = z.input<typeof ZSamplingParams>;
 
+/**
+ * The most top-k prompt logprobs a call may ask for: 20, the cap of OpenAI's
+ * `top_logprobs` and vLLM's default `max_logprobs`. Every prompt position
+ * carries k pairs in the stored result (a 32K-token prompt at k = 20 is 640K
+ * pairs), and distillation or KL estimates need only the head of the distribution.
+ */
+export const MAX_TOPK_PROMPT_LOGPROBS = 20;
+
+/** What a sampling call may ask for about its own prompt, besides the samples. */
+export const ZPromptLogprobsOptions = z.object({
+  /** Fill the response's promptLogprobs. */
+  promptLogprobs: z.boolean().default(false),
+  /** Fill the response's topkPromptLogprobs with the k most likely tokens per position; 0 = off. */
+  topkPromptLogprobs: z.number().int().min(0).max(MAX_TOPK_PROMPT_LOGPROBS).default(0),
+});
+export type PromptLogprobsOptions = z.input<typeof ZPromptLogprobsOptions>;
+
 export const ZStopReason = z.enum(["stop", "length"]);
 
 export const ZSampledSequence = z.object({
@@ -46,8 +63,21 @@ export type SampledSequence = z.infer<typeof ZSampledSequence>;
 
 export const ZSampleResponse = z.object({
   sequences: z.array(ZSampledSequence),
-  /** Per prompt position (the first has none: null). */
+  /**
+   * When asked (promptLogprobs): per prompt position, log π(token | the tokens
+   * before it) at temperature 1, as computeLogprobs gives for the prompt; null
+   * at position 0 and at image placeholder positions.
+   */
   promptLogprobs: z.array(z.number().nullable()).optional(),
+  /**
+   * When asked (topkPromptLogprobs = k > 0): per prompt position, the k most
+   * likely tokens of the distribution that predicts it, as [tokenId, logprob at
+   * temperature 1], most likely first (ties to the lower id; fewer when the
+   * vocabulary is smaller); null where promptLogprobs is.
+   */
+  topkPromptLogprobs: z
+    .array(z.array(z.tuple([z.number().int().nonnegative(), z.number()])).nullable())
+    .optional(),
   /** The policy version that produced the samples. */
   policyVersion: z.number().int().nonnegative().optional(),
 });

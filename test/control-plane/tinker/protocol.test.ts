@@ -366,6 +366,53 @@ describe("Tinker protocol: sampling", () => {
   });
 });
 
+describe("Tinker protocol: prompt logprobs", () => {
+  it("answers prompt logprobs and top-k prompt logprobs in protobuf (the SDK's matrices) and JSON", async () => {
+    const prompt = [1, 2, 3, 4];
+    const sampled = await tinker<{ request_id: string }>(keyOf(team), "asample", {
+      base_model: BASE,
+      num_samples: 1,
+      prompt: { chunks: [{ type: "encoded_text", tokens: prompt }] },
+      sampling_params: { max_tokens: 1, seed: 3 },
+      prompt_logprobs: true,
+      topk_prompt_logprobs: 3,
+    });
+    expect(sampled.status).toBe(200);
+    const json = await result<{
+      prompt_logprobs: (number | null)[];
+      topk_prompt_logprobs: ([number, number][] | null)[];
+    }>(keyOf(team), sampled.body.request_id);
+    expect(json.body.prompt_logprobs).toHaveLength(4);
+    expect(json.body.prompt_logprobs[0]).toBeNull();
+    expect(json.body.topk_prompt_logprobs[0]).toBeNull();
+    for (let i = 1; i < 4; i++) {
+      const top = json.body.topk_prompt_logprobs[i] ?? [];
+      expect(top).toHaveLength(3);
+      expect(top[0]?.[1]).toBeGreaterThanOrEqual(top[1]?.[1] as number);
+      expect(json.body.prompt_logprobs[i]).toBeLessThanOrEqual(top[0]?.[1] as number);
+    }
+    const proto = await result(keyOf(team), sampled.body.request_id, true);
+    const decoded = SampleResponseMessage.toObject(SampleResponseMessage.decode(proto.bytes), {
+      defaults: true,
+    }) as {
+      prompt_logprobs: Uint8Array;
+      topk_prompt_logprobs: { token_ids: Uint8Array; logprobs: Uint8Array; k: number; prompt_length: number };
+    };
+    const logprobs = Array.from(new Float32Array(own(decoded.prompt_logprobs)));
+    expect(Number.isNaN(logprobs[0])).toBe(true);
+    expect(logprobs.slice(1)).toEqual(
+      json.body.prompt_logprobs.slice(1).map((v) => Math.fround(v as number)),
+    );
+    const topk = decoded.topk_prompt_logprobs;
+    expect([topk.k, topk.prompt_length]).toEqual([3, 4]);
+    const ids = Array.from(new Int32Array(own(topk.token_ids)));
+    const lps = Array.from(new Float32Array(own(topk.logprobs)));
+    expect(ids.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(lps.slice(0, 3)).toEqual([-99999, -99999, -99999]);
+    expect(ids.slice(3, 6)).toEqual(json.body.topk_prompt_logprobs[1]?.map(([t]) => t));
+  });
+});
+
 describe("Tinker protocol: refusals", () => {
   it("answers bad calls with the status and { detail } body the SDK shows, writing no request", async () => {
     const before = await cp.t.db.request.count();

@@ -12,7 +12,12 @@ async function runSampling(host: EngineHost, baseId: string, request: ClaimedReq
     const input = ZSampleInput.parse(request.input);
     const policy = await host.policySource(request.teamId, input.policy);
     // The model input goes through whole: image chunks become soft tokens in the sampler.
-    return sampler.sample(policy, input.prompt, input.numSamples, input.params, { tenant: request.teamId });
+    const { promptLogprobs, topkPromptLogprobs } = input;
+    return sampler.sample(policy, input.prompt, input.numSamples, input.params, {
+      tenant: request.teamId,
+      promptLogprobs,
+      topkPromptLogprobs,
+    });
   }
   if (request.kind === "COMPUTE_LOGPROBS") {
     const input = ZComputeLogprobsInput.parse(request.input);

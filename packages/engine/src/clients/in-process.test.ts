@@ -97,6 +97,19 @@ describe("in-process clients", () => {
       ?.data;
     expect(trained).toHaveLength(4);
     for (const [i, lp] of sampled.slice(1).entries()) expect(lp).toBeCloseTo(trained?.[i] as number, 4);
+    // The same numbers as the sampling call's own prompt logprobs, asked through the client.
+    const scored = await (
+      await sc.sample(
+        modelInputFromTokens([5, 6, 7, 8, 9]),
+        1,
+        { maxTokens: 1 },
+        { promptLogprobs: true, topkPromptLogprobs: 3 },
+      )
+    ).result();
+    expect(scored.promptLogprobs?.[0]).toBeNull();
+    for (const [i, lp] of sampled.slice(1).entries())
+      expect(scored.promptLogprobs?.[i + 1]).toBeCloseTo(lp as number, 4);
+    expect(scored.topkPromptLogprobs?.[4]).toHaveLength(3);
     const out = await (
       await sc.sample(modelInputFromTokens([5, 6]), 1, { maxTokens: 3, temperature: 0 })
     ).result();

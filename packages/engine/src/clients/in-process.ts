@@ -4,6 +4,7 @@ import type {
   ApiFuture,
   LoraConfig,
   ModelInput,
+  PromptLogprobsOptions,
   SampleResponse,
   SamplingClient,
   SamplingParamsInput,
@@ -144,8 +145,9 @@ export class InProcessSamplingClient implements SamplingClient {
     prompt: ModelInput,
     numSamples: number,
     params: SamplingParamsInput,
+    options: PromptLogprobsOptions = {},
   ): Promise<ApiFuture<SampleResponse>> {
-    const run = this.sampler.sample(this.source, prompt, numSamples, params, this.options);
+    const run = this.sampler.sample(this.source, prompt, numSamples, params, { ...this.options, ...options });
     run.catch(() => undefined);
     return { result: () => run };
   }

@@ -91,23 +91,26 @@ export class KvCacheManager {
     policyKey: string,
     extraBlocks = 0,
     images: readonly ImageSpan[] = [],
+    reuse = true,
   ): boolean {
-    return this.plan(policyKey, promptTokens, images).cost + extraBlocks <= this.pool.available;
+    return this.plan(policyKey, promptTokens, images, reuse).cost + extraBlocks <= this.pool.available;
   }
 
   /**
    * Gives a new sequence slots for its whole prompt, reusing the longest run of
    * cached full blocks of the same policy key (and the same images at the same
-   * positions). Null (and nothing changed) when the blocks are not available.
+   * positions), unless `reuse` is false (a prompt whose every position must be
+   * computed). Null (and nothing changed) when the blocks are not available.
    */
   admit(
     seqId: string,
     policyKey: string,
     promptTokens: ArrayLike<number>,
     images: readonly ImageSpan[] = [],
+    reuse = true,
   ): Admission | null {
     this.checkNew(seqId);
-    const plan = this.plan(policyKey, promptTokens, images);
+    const plan = this.plan(policyKey, promptTokens, images, reuse);
     if (plan.cost > this.pool.available) return null;
     // Hits first: retaining them takes them off the LRU, so the allocations below cannot evict them.
     for (const block of plan.hits) this.pool.retain(block);
@@ -284,10 +287,11 @@ export class KvCacheManager {
     policyKey: string,
     promptTokens: ArrayLike<number>,
     images: readonly ImageSpan[],
+    reuse: boolean,
   ): AdmissionPlan {
     const tokens = checkedTokens(promptTokens, "KvCacheManager.admit");
     if (tokens.length === 0) throw new RangeError("KvCacheManager.admit: the prompt is empty");
-    return planAdmission(this.pool, this.blockSize, policyKey, tokens, images);
+    return planAdmission(this.pool, this.blockSize, policyKey, tokens, images, reuse);
   }
 
   private appendCost(seq: Sequence, count: number): number {

@@ -4,7 +4,7 @@
 // has its own. Image positions feed soft tokens computed once per request with the
 // policy's vision weights. Also the one-policy view for computeLogprobs, through
 // the training forward so its numbers agree with the trainer's.
-import { createLoraTable, type LoraAdapterWeights } from "@opentinker/kernels";
+import { createLoraTable, type LoraAdapterWeights, scoreRows } from "@opentinker/kernels";
 import type { LinearParams } from "../nn/linear.ts";
 import type { ModelParams } from "../nn/params.ts";
 import { forward } from "../nn/transformer.ts";
@@ -13,7 +13,7 @@ import { pack } from "../trainer/batching.ts";
 import type { PreparedImage } from "../vision/input.ts";
 import type { ImageSpan } from "./block-hash.ts";
 import type { CopyInstruction, KvCacheManager } from "./kv-cache.ts";
-import { PagedKv, pagedForward, type StepBatch, type StepMatmul } from "./paged-model.ts";
+import { PagedKv, pagedForward, pagedLogits, type StepBatch, type StepMatmul } from "./paged-model.ts";
 import { BASE_KEY, type LoraEntryWeights, MODULES, type PolicyPool, type PoolEntry } from "./policy-pool.ts";
 import type { Row, ScheduledRequest } from "./scheduler.ts";
 
@@ -27,6 +27,8 @@ export interface StepRequest extends ScheduledRequest {
   readonly entry: PoolEntry;
   /** Empty for a text-only prompt. */
   readonly images: readonly RequestImage[];
+  /** How many most likely tokens each scored prompt position reports (0: its logprob only). */
+  readonly promptTopK: number;
 }
 
 /** The soft token [hidden] fed at prompt position `p`, when an image covers it. */
@@ -57,6 +59,22 @@ function softTokensOf(rows: readonly Row<StepRequest>[], H: number): StepBatch["
   return { rows: Int32Array.from(soft, ([row]) => row), values };
 }
 
+/**
+ * Scored prompt rows from their logits [rows.length, vocab], reduced natively to
+ * the next prompt token's logprob and the most likely tokens (partial selection).
+ */
+function score<R extends StepRequest>(rows: Row<R>[], logits: Float32Array, vocab: number): RowScore<R>[] {
+  if (rows.length === 0) return [];
+  const k = Math.min(vocab, Math.max(...rows.map((r) => r.request.promptTopK)));
+  const targets = Int32Array.from(rows, (r) => r.request.prompt[r.position + 1] as number);
+  const s = scoreRows(logits, vocab, targets, k);
+  return rows.map((row, i) => {
+    const top: [number, number][] = [];
+    for (let j = i * k; j < (i + 1) * k; j++) top.push([s.topIds[j] as number, s.topLogprobs[j] as number]);
+    return { row, logprob: s.logprobs[i] as number, top };
+  });
+}
+
 export interface ModelStepOptions {
   baseParams: ModelParams;
   pool: PolicyPool;
@@ -64,11 +82,26 @@ export interface ModelStepOptions {
   matmul: StepMatmul;
 }
 
-/** A step's logits: [rows.length, vocab], one row per row that wants logits, in `rows` order. */
+/**
+ * A scored prompt row (see RowOutput "score"): log π(next prompt token) and the
+ * most likely next tokens, [tokenId, logprob], most likely first: at least the
+ * request's promptTopK of them (as many as the most any request of its step asked for).
+ */
+export interface RowScore<R extends StepRequest> {
+  row: Row<R>;
+  logprob: number;
+  top: [number, number][];
+}
+
+/**
+ * A step's logits: [rows.length, vocab], one row per row that samples (a prompt's
+ * last row or a decode row), in `rows` order; and the scores of its scored prompt rows.
+ */
 export interface StepLogits<R extends StepRequest> {
   rows: Row<R>[];
   logits: Float32Array;
   vocab: number;
+  scores: RowScore<R>[];
 }
 
 export class ModelStep {
@@ -95,6 +128,7 @@ export class ModelStep {
     }
     const vocab = this.options.baseParams.shape.vocabSize;
     const parts = [...groups.values()].map((group) => this.runGroup(group));
+    const scores = parts.flatMap((p) => p.scores);
     const [only] = parts;
     if (only && parts.length === 1) return { ...only, vocab };
     // Full-parameter policies run their own forwards: their logits join one buffer.
@@ -105,7 +139,7 @@ export class ModelStep {
       logits.set(part.logits, offset);
       offset += part.logits.length;
     }
-    return { rows: out, logits, vocab };
+    return { rows: out, logits, vocab, scores };
   }
 
   /** Soft tokens of the prompt's images under the policy's own vision weights (full-parameter ones train them). */
@@ -139,7 +173,12 @@ export class ModelStep {
     const seqIds = [...new Set(rows.map((r) => r.seqId))];
     const seqIndex = new Map(seqIds.map((id, i) => [id, i]));
     const tables = kv.blockTables(seqIds);
-    const logitRows = rows.flatMap((r, i) => (r.output.kind === "none" ? [] : [i]));
+    // Rows that sample first, then scored prompt rows: their hidden states come back in that order.
+    const sampled = rows.flatMap((r, i) =>
+      r.output.kind === "prompt" || r.output.kind === "decode" ? [i] : [],
+    );
+    const scored = rows.flatMap((r, i) => (r.output.kind === "score" ? [i] : []));
+    const logitRows = [...sampled, ...scored];
     const batch: StepBatch = {
       n: rows.length,
       tokens: Int32Array.from(rows, (r) => r.token),
@@ -155,8 +194,30 @@ export class ModelStep {
     const softTokens = softTokensOf(rows, baseParams.shape.hiddenSize);
     if (softTokens) batch.softTokens = softTokens;
     const params = full ? (entry.params as ModelParams) : baseParams;
-    const logits = pagedForward(params, full ? null : pool.loraTables(), this.cache, batch, matmul);
-    return { rows: logitRows.map((row) => rows[row] as Row<R>), logits };
+    const lora = full ? null : pool.loraTables();
+    const hidden = pagedForward(params, lora, this.cache, batch, matmul);
+    // One unembedding for both kinds: each call streams the whole [vocab, hidden]
+    // matrix, which dominates at a few rows (per row, blocks of 27 rows of a 152K
+    // vocabulary cost twice what 256 rows at once did). Its logits, at most one row
+    // per row of the step, are no more than a step of decode rows holds.
+    const logits = pagedLogits(
+      params,
+      lora,
+      hidden,
+      Int32Array.from(logitRows, (i) => batch.slots[i] as number),
+      matmul,
+    );
+    const V = baseParams.shape.vocabSize;
+    const split = sampled.length * V;
+    return {
+      rows: sampled.map((i) => rows[i] as Row<R>),
+      logits: logits.subarray(0, split),
+      scores: score(
+        scored.map((i) => rows[i] as Row<R>),
+        logits.subarray(split),
+        V,
+      ),
+    };
   }
 
   /** The weights of one policy as training-forward parameters. */

@@ -30,7 +30,7 @@ export interface StepBatch {
   blockTables: Int32Array; // [numSeqs, maxBlocksPerSeq]
   numSeqs: number;
   maxBlocksPerSeq: number;
-  /** Rows whose next-token logits are wanted (last prompt rows and decode rows). */
+  /** Rows whose final hidden states are wanted, for their logits (last prompt rows, decode rows, scored prompt rows). */
   logitRows: Int32Array;
   /** Image rows of prompts: their input is a soft token instead of the token's embedding. */
   softTokens?: {
@@ -101,7 +101,7 @@ function addInto(target: Float32Array, source: Float32Array): void {
   for (let i = 0; i < target.length; i++) target[i] = (target[i] as number) + (source[i] as number);
 }
 
-/** Runs the step and returns logits [logitRows.length, vocab]. */
+/** Runs the step and returns the final-norm hidden states of logitRows, [logitRows.length, hidden]. */
 export function pagedForward(
   params: ModelParams,
   lora: PoolLoraTables | null,
@@ -162,19 +162,33 @@ export function pagedForward(
     project(layer.down, t?.down, gate, b, tmp, matmul);
     addInto(h, tmp);
   });
-  // Logits only for the rows that need them.
+  // Only the rows that want logits go on.
   const m = b.logitRows.length;
   const last = new Float32Array(m * H);
-  const lastSlots = new Int32Array(m);
   for (let i = 0; i < m; i++) {
     const row = b.logitRows[i] as number;
     last.set(h.subarray(row * H, (row + 1) * H), i * H);
-    lastSlots[i] = b.slots[row] as number;
   }
   const normed = new Float32Array(m * H);
   rmsNorm(last, params.finalNorm.weight, normed, null, m, H, eps);
+  return normed;
+}
+
+/**
+ * Logits [m, vocab] of final hidden states [m, hidden], each row's unembedding
+ * delta from its own adapter slot (-1: none).
+ */
+export function pagedLogits(
+  params: ModelParams,
+  lora: PoolLoraTables | null,
+  hidden: Float32Array,
+  slots: Int32Array,
+  matmul: StepMatmul = "rows",
+): Float32Array {
+  const { hiddenSize: H, vocabSize: V } = params.shape;
+  const m = slots.length;
   const logits = new Float32Array(m * V);
-  linear(normed, params.unembed.weight, logits, m, H, V, false, matmul);
-  if (lora?.unembed && m > 0) loraForward(normed, m, lastSlots, lora.unembed, logits, matmul === "rows");
+  linear(hidden, params.unembed.weight, logits, m, H, V, false, matmul);
+  if (lora?.unembed && m > 0) loraForward(hidden, m, slots, lora.unembed, logits, matmul === "rows");
   return logits;
 }

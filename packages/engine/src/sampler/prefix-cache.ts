@@ -39,7 +39,7 @@ function keyOf(
  * What admitting a prompt takes: the longest run of cached full blocks of the same
  * policy key (and the same images at the same positions), and the new blocks for
  * the rest. At least the last prompt token stays uncached, so the step still
- * computes its logits.
+ * computes its logits. Without `reuse`, no cached block: every position is computed.
  */
 export function planAdmission(
   pool: BlockPool,
@@ -47,9 +47,10 @@ export function planAdmission(
   policyKey: string,
   tokens: number[],
   images: readonly ImageSpan[],
+  reuse = true,
 ): AdmissionPlan {
   const bs = blockSize;
-  const maxHits = Math.floor((tokens.length - 1) / bs);
+  const maxHits = reuse ? Math.floor((tokens.length - 1) / bs) : 0;
   const hits: number[] = [];
   let lastKey: string | null = null;
   for (let i = 0; i < maxHits; i++) {

@@ -2,10 +2,13 @@
 // is a RangeError naming the argument, and nothing else in flight is affected.
 import {
   type ModelInput,
+  type PromptLogprobsOptions,
   type SamplingParams,
   type SamplingParamsInput,
+  ZPromptLogprobsOptions,
   ZSamplingParams,
 } from "@opentinker/protocol";
+import type { z } from "zod";
 import type { ModelConfig } from "../model/index.ts";
 import { type PreparedInput, prepareInput } from "../vision/input.ts";
 
@@ -33,6 +36,20 @@ export interface SampleCall {
   prompt: ModelInput | readonly number[];
   numSamples: number;
   paramsInput: SamplingParamsInput;
+  promptLogprobs?: PromptLogprobsOptions;
+}
+
+/** What a checked call asks about its prompt. */
+export interface PromptScoring {
+  logprobs: boolean;
+  /** Top-k prompt logprobs per position; 0 = none. */
+  topk: number;
+}
+
+/** The first issue of a failed parse, as `sample: <prefix><path>: <message>`. */
+function firstIssue(error: z.ZodError, prefix: string): RangeError {
+  const issue = error.issues[0];
+  return new RangeError(`sample: ${prefix}${issue?.path.join(".")}: ${issue?.message}`);
 }
 
 /** The cache a call must fit in. */
@@ -50,12 +67,11 @@ export function parseSampleCall(
   config: ModelConfig,
   cache: CacheSize,
   call: SampleCall,
-): { input: PreparedInput; params: SamplingParams } {
+): { input: PreparedInput; params: SamplingParams; scoring: PromptScoring } {
   const parsed = ZSamplingParams.safeParse(call.paramsInput);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new RangeError(`sample: params.${issue?.path.join(".")}: ${issue?.message}`);
-  }
+  if (!parsed.success) throw firstIssue(parsed.error, "params.");
+  const scoring = ZPromptLogprobsOptions.safeParse(call.promptLogprobs ?? {});
+  if (!scoring.success) throw firstIssue(scoring.error, "");
   const { numSamples } = call;
   if (!Number.isInteger(numSamples) || numSamples < 1)
     throw new RangeError(`sample: numSamples must be ≥ 1, got ${numSamples}`);
@@ -75,5 +91,6 @@ export function parseSampleCall(
   return {
     input,
     params: { ...parsed.data, maxTokens: Math.min(parsed.data.maxTokens, limit - promptLength) },
+    scoring: { logprobs: scoring.data.promptLogprobs, topk: scoring.data.topkPromptLogprobs },
   };
 }

@@ -10,8 +10,18 @@
 // This is the front: it checks calls, turns them into requests and runs steps.
 // Which rows a step computes is the scheduler's (scheduler.ts, tenants' fairness
 // included); the forward over them is the model step's (model-step.ts).
+//
+// Prompt logprobs (and the top k per position) come from the prefill itself: a
+// call that asks for them computes every prompt position (no prefix-cache hits),
+// and each step scores its prompt rows' logits natively, in the same unembedding
+// as the step's sampled rows, once for all the call's samples. The other design, a
+// second pass through the training forward (computeLogprobs), costs a whole extra
+// forward and its tape over the prompt; this one the unembedding of the prompt
+// rows (BENCHMARKS.md, "prompt logprobs"). Both agree with the trainer within 1e-4
+// (sampler-prompt-logprobs.test.ts). Calls that do not ask run as before.
 import type {
   ModelInput,
+  PromptLogprobsOptions,
   SampledSequence,
   SampleResponse,
   SamplingParams,
@@ -23,10 +33,10 @@ import { frozenParams } from "../policy/frozen.ts";
 import { Rng } from "../rng.ts";
 import type { SnapshotRegistry } from "../snapshots/registry.ts";
 import { KvCacheManager } from "./kv-cache.ts";
-import { ModelStep, type StepRequest } from "./model-step.ts";
+import { ModelStep, type RowScore, type StepRequest } from "./model-step.ts";
 import { PagedKv } from "./paged-model.ts";
 import { PolicyPool, type PolicySource } from "./policy-pool.ts";
-import { checkedInput, parseSampleCall } from "./sample-call.ts";
+import { checkedInput, type PromptScoring, parseSampleCall } from "./sample-call.ts";
 import { type SampledToken, sampleTokens, type TokenDraw } from "./sampling.ts";
 import { type Row, type ScheduledCompletion, Scheduler } from "./scheduler.ts";
 import { type StopCheck, stopChecker } from "./stop.ts";
@@ -55,7 +65,8 @@ export class AbortError extends Error {
   override name = "AbortError";
 }
 
-export interface SampleOptions {
+/** promptLogprobs and topkPromptLogprobs ask for the prompt's own scores (see ZPromptLogprobsOptions). */
+export interface SampleOptions extends PromptLogprobsOptions {
   /** Aborting frees the request's blocks and rejects it with AbortError. */
   signal?: AbortSignal;
   /** Who the request is for (a team): tenants share admission and each step fairly. */
@@ -70,9 +81,17 @@ interface Completion extends ScheduledCompletion {
   stopReason: "stop" | "length" | null;
 }
 
+/** A scored prompt's results so far, per prompt position (null until scored, and where there is none). */
+interface PromptScores {
+  logprobs: (number | null)[];
+  top: ([number, number][] | null)[];
+}
+
 interface Request extends StepRequest {
   seed: number;
   params: SamplingParams;
+  scoring: PromptScoring;
+  scores: PromptScores;
   stop: StopCheck;
   completions: Completion[];
   resolve: (response: SampleResponse) => void;
@@ -89,6 +108,11 @@ let nextRequest = 0;
 function completionRng(seed: number, index: number): Rng {
   return new Rng((seed + index) >>> 0).fork(0x5eed);
 }
+
+const unscored = (length: number): PromptScores => ({
+  logprobs: new Array<number | null>(length).fill(null),
+  top: new Array<[number, number][] | null>(length).fill(null),
+});
 
 export class Sampler {
   readonly pool: PolicyPool;
@@ -122,11 +146,12 @@ export class Sampler {
     paramsInput: SamplingParamsInput,
     options: SampleOptions = {},
   ): Promise<SampleResponse> {
-    const { signal } = options;
-    const { input, params } = parseSampleCall(this.options.base.config, this.kv, {
+    const { signal, promptLogprobs, topkPromptLogprobs } = options;
+    const { input, params, scoring } = parseSampleCall(this.options.base.config, this.kv, {
       prompt,
       numSamples,
       paramsInput,
+      promptLogprobs: { promptLogprobs, topkPromptLogprobs },
     });
     if (signal?.aborted) throw new AbortError("sample: aborted before it started");
     const entry = await this.pool.acquire(policy);
@@ -154,7 +179,11 @@ export class Sampler {
         entry,
         prompt: Array.from(input.tokens),
         images,
+        scorePrompt: scoring.logprobs || scoring.topk > 0,
+        promptTopK: scoring.topk,
         params,
+        scoring,
+        scores: unscored(input.tokens.length),
         stop: stopChecker(params, eos, tokenizer),
         state: { kind: "waiting" },
         completions: Array.from({ length: numSamples }, (_, index) => ({
@@ -226,14 +255,23 @@ export class Sampler {
     for (const request of plan.finished) this.settle(request);
     if (plan.preempted) this.restart(plan.preempted);
     if (plan.rows.length === 0) return plan.preempted !== undefined;
-    const { rows, logits, vocab } = this.model.run(plan.rows, plan.copies);
+    const { rows, logits, vocab, scores } = this.model.run(plan.rows, plan.copies);
+    for (const score of scores) this.recordScore(score);
     this.sampleStep(rows, logits, vocab);
     this.scheduler.committed(plan.rows);
     return true;
   }
 
-  /** A preempted request starts over, with the same seeds. */
+  /** A scored prompt row's result lands on the prompt position it predicts. */
+  private recordScore({ row, logprob, top }: RowScore<Request>): void {
+    const { scores, scoring } = row.request;
+    scores.logprobs[row.position + 1] = logprob;
+    scores.top[row.position + 1] = top.slice(0, scoring.topk);
+  }
+
+  /** A preempted request starts over, with the same seeds (its prompt is scored again). */
   private restart(request: Request): void {
+    request.scores = unscored(request.prompt.length);
     for (const c of request.completions) {
       c.tokens = [];
       c.logprobs = [];
@@ -290,6 +328,11 @@ export class Sampler {
       logprobs: c.logprobs,
       stopReason: c.stopReason ?? "length",
     }));
-    request.resolve({ sequences });
+    const { scoring, scores } = request;
+    request.resolve({
+      sequences,
+      ...(scoring.logprobs ? { promptLogprobs: scores.logprobs } : {}),
+      ...(scoring.topk > 0 ? { topkPromptLogprobs: scores.top } : {}),
+    });
   }
 }

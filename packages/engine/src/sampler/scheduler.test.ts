@@ -74,6 +74,37 @@ function drain(s: Scheduler<FakeRequest>, limit = 200) {
 }
 
 describe("the scheduler", () => {
+  it("a scored prompt skips the prefix cache and wants logits of every row that predicts a prompt token", () => {
+    const { s, kv } = scheduler(64, 8);
+    // Positions 3–4 are an image: the rows before them predict no prompt token.
+    const images = [{ start: 3, length: 2, hash: "img" }];
+    const plain = { ...request("t", 10, [1]), images };
+    s.enqueue(plain);
+    drain(s);
+    const hits = kv.stats().promptCacheHitTokens;
+    // The same prompt again, scored: computed whole although its blocks are cached.
+    const scored: FakeRequest = { ...request("t", 10, [1]), prompt: plain.prompt, images, scorePrompt: true };
+    s.enqueue(scored);
+    const kinds = drain(s).flatMap((plan) => plan.rows.map((row) => row.output.kind));
+    expect(kinds).toEqual([
+      "score",
+      "score",
+      "none",
+      "none",
+      "score",
+      "score",
+      "score",
+      "score",
+      "score",
+      "prompt",
+    ]);
+    expect(kv.stats().promptCacheHitTokens).toBe(hits);
+    // An unscored call of the same prompt still hits the cache.
+    s.enqueue({ ...request("t", 10, [1]), prompt: plain.prompt, images });
+    drain(s);
+    expect(kv.stats().promptCacheHitTokens).toBe(hits + 8);
+  });
+
   it("takes a request from waiting through one prefill, a fork and decode to done", () => {
     const { s, kv } = scheduler(32);
     const r = request("t", 6, [3, 3, 3]);

@@ -37,6 +37,12 @@ export interface ScheduledRequest {
   readonly prompt: readonly number[];
   readonly images: readonly ImageSpan[];
   readonly completions: readonly ScheduledCompletion[];
+  /**
+   * Its prompt is scored (prompt logprobs): every prompt position is computed,
+   * none taken from the prefix cache (a cached block holds K/V, not the logits
+   * its positions need), and the rows that predict a prompt token want logits.
+   */
+  readonly scorePrompt?: boolean;
   state: RequestState;
 }
 
@@ -44,6 +50,8 @@ export interface ScheduledRequest {
 export type RowOutput<C> =
   /** A prompt row before the last: only its K/V are wanted. */
   | { kind: "none" }
+  /** A prompt row before the last of a scored prompt: its logits score the next prompt token. */
+  | { kind: "score" }
   /** The prompt's last row: its logits give every completion's first token. */
   | { kind: "prompt" }
   /** A decode row: its logits give this completion's next token. */
@@ -67,6 +75,11 @@ export interface StepPlan<R extends ScheduledRequest> {
   finished: R[];
   /** Nothing could run, so this request went back to the head of the queue with its blocks freed. */
   preempted?: R;
+}
+
+/** Whether prompt position `p` gets a score: the prompt is scored and p is not an image placeholder. */
+function scores(request: ScheduledRequest, p: number): boolean {
+  return request.scorePrompt === true && !request.images.some((i) => p >= i.start && p < i.start + i.length);
 }
 
 /** Tenants in a fixed order, starting after `last` (round robin across calls). */
@@ -168,9 +181,10 @@ export class Scheduler<R extends ScheduledRequest> {
       const request = heads.get(tenant) as R;
       const { prompt, images, policyKey } = request;
       const parent = `${request.id}/prompt`;
+      const reuse = !request.scorePrompt;
       // Keep one block per completion free for its first token.
-      if (!this.kv.canAllocate(prompt, policyKey, request.completions.length, images)) return;
-      if (!this.kv.admit(parent, policyKey, prompt, images)) return;
+      if (!this.kv.canAllocate(prompt, policyKey, request.completions.length, images, reuse)) return;
+      if (!this.kv.admit(parent, policyKey, prompt, images, reuse)) return;
       this.waiting.splice(this.waiting.indexOf(request), 1);
       this.admittedLast = tenant;
       request.state = { kind: "prefill", parent };
@@ -309,7 +323,9 @@ export class Scheduler<R extends ScheduledRequest> {
         token: request.prompt[p] as number,
         position: p,
         kvSlot: slots[p - start] as number,
-        output: { kind: p === request.prompt.length - 1 ? "prompt" : "none" },
+        output: {
+          kind: p === request.prompt.length - 1 ? "prompt" : scores(request, p + 1) ? "score" : "none",
+        },
       });
     }
     this.prefillTokens += end - start;

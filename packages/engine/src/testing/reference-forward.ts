@@ -67,6 +67,19 @@ export function referenceLogprobs(
   targets: readonly number[],
   images: readonly ReferenceImage[] = [],
 ): number[] {
+  return referenceLogSoftmax(config, heldWeights, rope, tokens, images).map(
+    (row, t) => row[targets[t] as number] as number,
+  );
+}
+
+/** The whole next-token distribution after each input position, log softmax of the logits [T][vocab]. */
+export function referenceLogSoftmax(
+  config: ModelConfig,
+  heldWeights: ModelWeights,
+  rope: RopeFrequencies,
+  tokens: readonly number[],
+  images: readonly ReferenceImage[] = [],
+): number[][] {
   const weights = convertModelWeights(config, heldWeights, "f32");
   const {
     hiddenSize: H,
@@ -130,10 +143,10 @@ export function referenceLogprobs(
       return h.map((xv, i) => xv + (d[i] as number));
     });
   }
-  return hs.map((h, t) => {
+  return hs.map((h) => {
     const logits = matVec(weights.lmHead, rmsNorm(h, weights.norm, eps), V, H);
     const max = Math.max(...logits);
     const lse = max + Math.log(logits.reduce((s, l) => s + Math.exp(l - max), 0));
-    return (logits[targets[t] as number] as number) - lse;
+    return logits.map((l) => l - lse);
   });
 }

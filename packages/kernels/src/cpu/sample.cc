@@ -14,6 +14,10 @@
 //     log-weight for top-p, a partition for min-p; only the survivors are sorted.
 // The logprob written is log π(token) at temperature 1 (logit − log-sum-exp, the
 // log-sum-exp rounded to float32 as the sampler always reported it).
+//
+// Also the scores of given tokens (scoreRows: a prompt's own logprobs, and the k
+// most likely tokens of each row), with the same log-sum-exp and the same order
+// of candidates, so a prompt's scores and a sampled token's logprob agree.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -224,7 +228,70 @@ void SampleRows(const Args& a) {
   });
 }
 
-constexpr Op kOps[] = {{"sampleRows", 11, SampleRows}};
+/**
+ * The k first candidates of a row in the draw's order (larger logit first, ties
+ * to the lower id), written in that order: one pass with a heap of k, so a small
+ * k over a large vocabulary costs about one comparison per token and no copy.
+ */
+void top_k(const float* logits, int64_t vocab, int64_t k, Cand* out) {
+  if (k == 0) return;
+  thread_local std::vector<Cand> heap;
+  heap.clear();
+  // With `before` as the heap's order its front is the worst kept candidate.
+  // Once the heap is full, a token displaces it only with a strictly larger logit
+  // (a tie has the larger id, so it comes after): one comparison skips the rest,
+  // NaN included.
+  float worst = kNegInf;
+  for (int64_t i = 0; i < vocab; ++i) {
+    const float l = logits[i];
+    const bool full = static_cast<int64_t>(heap.size()) == k;
+    if (full && !(l > worst)) continue;
+    const Cand c{std::isnan(l) ? kNegInf : l, static_cast<int32_t>(i)};
+    if (full) {
+      std::pop_heap(heap.begin(), heap.end(), before);
+      heap.pop_back();
+    }
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), before);
+    worst = heap.front().key;
+  }
+  std::sort_heap(heap.begin(), heap.end(), before);
+  std::copy(heap.begin(), heap.end(), out);
+}
+
+// scoreRows(logits, rows, vocab, targets, k, logprobs, topIds, topLogprobs)
+//   logits [rows, vocab]; targets [rows] (Int32Array, token ids in [0, vocab)); k in [0, vocab];
+//   logprobs [rows] (Float64Array) gets log π(target) at temperature 1; topIds [rows, k]
+//   (Int32Array) and topLogprobs [rows, k] (Float64Array) get each row's k most likely
+//   tokens, larger logit first, ties to the lower id, with their logprobs at temperature 1.
+void ScoreRows(const Args& a) {
+  const int64_t rows = a.dim(1, "rows");
+  const int64_t vocab = a.dim(2, "vocab", 1, INT32_MAX);
+  const float* logits = a.f32(0, "logits", rows * vocab);
+  const int32_t* targets = a.i32(3, "targets", rows);
+  const int64_t k = a.dim(4, "k", 0, vocab);
+  double* logprobs = a.typed<double, napi_float64_array>(5, "logprobs", "Float64Array", rows);
+  int32_t* top_ids = a.i32(6, "topIds", rows * k);
+  double* top_logprobs = a.typed<double, napi_float64_array>(7, "topLogprobs", "Float64Array", rows * k);
+  check_indices(a, "targets", targets, rows, 0, vocab);
+  parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<Cand> top;
+    top.resize(static_cast<size_t>(k));
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = logits + r * vocab;
+      const double lse = row_stats(row, vocab).lse1;
+      logprobs[r] = static_cast<double>(row[targets[r]]) - lse;
+      top_k(row, vocab, k, top.data());
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t id = top[j].id;
+        top_ids[r * k + j] = id;
+        top_logprobs[r * k + j] = static_cast<double>(row[id]) - lse;
+      }
+    }
+  });
+}
+
+constexpr Op kOps[] = {{"sampleRows", 11, SampleRows}, {"scoreRows", 8, ScoreRows}};
 
 }  // namespace
 

@@ -14,6 +14,16 @@ export interface SampleBinding {
     tokens: Int32Array,
     logprobs: Float64Array,
   ): void;
+  scoreRows(
+    logits: Float32Array,
+    rows: number,
+    vocab: number,
+    targets: Int32Array,
+    k: number,
+    logprobs: Float64Array,
+    topIds: Int32Array,
+    topLogprobs: Float64Array,
+  ): void;
 }
 
 /** The draws of one call, one entry per draw, [m] each. */
@@ -74,5 +84,33 @@ export function sampleRows(
     out.tokens,
     out.logprobs,
   );
+  return out;
+}
+
+/** What scoreRows returns: per row, the target's logprob and the row's k most likely tokens. */
+export interface RowScores {
+  /** [rows]: log π(targets[r]) at temperature 1. */
+  logprobs: Float64Array;
+  /** [rows, k]: the k most likely tokens of each row, most likely first (ties to the lower id). */
+  topIds: Int32Array;
+  /** [rows, k]: their logprobs at temperature 1. */
+  topLogprobs: Float64Array;
+}
+
+/**
+ * Scores given tokens against logits [rows, vocab], in one native call, rows in
+ * parallel: log π(targets[r]) at temperature 1, and (k > 0) each row's k most
+ * likely tokens in the order sampleRows walks its candidates, by partial
+ * selection (a heap of k, no sort of the vocabulary). The log-sum-exp is
+ * sampleRows' own, so a token's score equals its logprob when sampled.
+ */
+export function scoreRows(logits: Float32Array, vocab: number, targets: Int32Array, k: number): RowScores {
+  const rows = targets.length;
+  const out = {
+    logprobs: new Float64Array(rows),
+    topIds: new Int32Array(rows * k),
+    topLogprobs: new Float64Array(rows * k),
+  };
+  loadNative().scoreRows(logits, rows, vocab, targets, k, out.logprobs, out.topIds, out.topLogprobs);
   return out;
 }

@@ -75,3 +75,11 @@ export function refLogprob(logits: Vec, token: number): number {
   for (let i = 0; i < logits.length; i++) sum += Math.exp(at(logits, i) - max);
   return at(logits, token) - max - Math.log(sum);
 }
+
+/** The k most likely tokens of logits (larger first, ties to the lower id) with their logprobs, by a full sort. */
+export function refTopK(logits: Vec, k: number): [number, number][] {
+  const ids = Array.from({ length: logits.length }, (_, i) => i);
+  const key = (i: number) => (Number.isNaN(at(logits, i)) ? Number.NEGATIVE_INFINITY : at(logits, i));
+  ids.sort((a, b) => key(b) - key(a) || a - b);
+  return ids.slice(0, k).map((id) => [id, refLogprob(logits, id)]);
+}

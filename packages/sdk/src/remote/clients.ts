@@ -12,6 +12,7 @@ import {
   type LossFnConfig,
   type ModelInput,
   type OptimStepOutput,
+  type PromptLogprobsOptions,
   REQUEST_OUTPUTS,
   type SampleResponse,
   type SamplingClient,
@@ -189,11 +190,12 @@ export class RemoteSamplingClient implements SamplingClient {
     prompt: ModelInput,
     numSamples: number,
     params: SamplingParamsInput,
+    options: PromptLogprobsOptions = {},
   ): Promise<ApiFuture<SampleResponse>> {
     return submit(
       this.api,
       "/v1/sampling/sample",
-      { policy: this.ref, prompt, numSamples, params, waitMs: INLINE_WAIT_MS },
+      { policy: this.ref, prompt, numSamples, params, ...options, waitMs: INLINE_WAIT_MS },
       REQUEST_OUTPUTS.SAMPLE,
     );
   }

@@ -159,6 +159,7 @@ export const sampleJson = (response: SampleResponse) => ({
     stop_reason: s.stopReason,
   })),
   prompt_logprobs: response.promptLogprobs ?? null,
+  topk_prompt_logprobs: response.topkPromptLogprobs ?? null,
 });
 
 /** The SDK reads user metadata as strings; other JSON values are sent as their JSON text. */

@@ -36,8 +36,6 @@ export async function policyOf(
 
 export async function sample(scope: Scope, body: unknown) {
   const input = parseBody(ZSampleBody, body);
-  if (input.prompt_logprobs || input.topk_prompt_logprobs > 0)
-    throw new TinkerError(400, "prompt_logprobs: prompt logprobs are not supported by this service yet");
   const named = input.sampling_session_id ? await samplerPolicy(scope, input.sampling_session_id) : input;
   const { policy } = await policyOf(scope, named);
   const future = await scope.api.sampling.sample({
@@ -45,6 +43,8 @@ export async function sample(scope: Scope, body: unknown) {
     prompt: samplePrompt(input),
     numSamples: input.num_samples,
     params: samplingParams(input.sampling_params),
+    promptLogprobs: input.prompt_logprobs ?? false,
+    topkPromptLogprobs: input.topk_prompt_logprobs,
   });
   return { request_id: future.requestId };
 }

@@ -206,6 +206,32 @@ export function encodeForwardBackwardOutput(output: ForwardBackwardOutput): Uint
   return ForwardBackwardOutputMessage.encode(msg).finish();
 }
 
+/** The value the SDK reads as "no entry" in a top-k matrix (with token id 0). */
+const MASK_LOGPROB = -99999;
+
+/**
+ * Top-k prompt logprobs as the SDK's two dense [prompt length, k] matrices
+ * (int32 token ids, float32 logprobs); a position without entries, or a row
+ * shorter than k, is filled with (0, MASK_LOGPROB).
+ */
+function topkMatrices(rows: NonNullable<SampleResponse["topkPromptLogprobs"]>) {
+  const k = Math.max(0, ...rows.map((r) => r?.length ?? 0));
+  const ids = new Int32Array(rows.length * k);
+  const logprobs = new Float32Array(rows.length * k).fill(MASK_LOGPROB);
+  rows.forEach((row, i) =>
+    row?.forEach(([token, logprob], j) => {
+      ids[i * k + j] = token;
+      logprobs[i * k + j] = logprob;
+    }),
+  );
+  return {
+    token_ids: new Uint8Array(ids.buffer),
+    logprobs: new Uint8Array(logprobs.buffer),
+    k,
+    prompt_length: rows.length,
+  };
+}
+
 export function encodeSampleResponse(response: SampleResponse): Uint8Array {
   const msg = SampleResponseMessage.fromObject({
     sequences: response.sequences.map((s) => ({
@@ -221,6 +247,7 @@ export function encodeSampleResponse(response: SampleResponse): Uint8Array {
           ),
         }
       : {}),
+    ...(response.topkPromptLogprobs ? { topk_prompt_logprobs: topkMatrices(response.topkPromptLogprobs) } : {}),
   });
   return SampleResponseMessage.encode(msg).finish();
 }
