@@ -6,8 +6,8 @@ Only base_url and the key differ from a script for Tinker itself; see docs/tinke
     TINKER_BASE_URL=http://127.0.0.1:3000 TINKER_API_KEY=tml-<your OpenTinker key> python every_call.py
 
 It exits non-zero on the first call that fails or answers wrongly, naming it.
-forward_backward_custom needs PyTorch; compute_logprobs needs prompt logprobs;
-get_tokenizer needs transformers: each is skipped, saying so, when its module is missing.
+forward_backward_custom needs PyTorch and get_tokenizer needs transformers: each
+is skipped, saying so, when its module is missing.
 """
 
 import asyncio
@@ -137,11 +137,21 @@ def service_and_training(service: tinker.ServiceClient) -> dict:
                          types.SamplingParams(max_tokens=5, temperature=0.0)).result().sequences[0].tokens
           == sampled.sequences[0].tokens)
 
-    try:
-        logprobs = sampler.compute_logprobs(types.ModelInput.from_ints([10, 11, 12, 13])).result()
-        check("SamplingClient.compute_logprobs", logprobs[0] is None and all(x < 0 for x in logprobs[1:]), logprobs)
-    except tinker.BadRequestError as error:
-        print(f"skipped SamplingClient.compute_logprobs: {error}")
+    logprobs = sampler.compute_logprobs(types.ModelInput.from_ints([10, 11, 12, 13])).result()
+    check("SamplingClient.compute_logprobs", logprobs[0] is None and all(x < 0 for x in logprobs[1:]), logprobs)
+    with_prompt = sampler.sample(types.ModelInput.from_ints([10, 11, 12, 13]), 1,
+                                 types.SamplingParams(max_tokens=2, seed=5),
+                                 include_prompt_logprobs=True, topk_prompt_logprobs=4).result()
+    top = with_prompt.topk_prompt_logprobs
+    check("SamplingClient.sample(include_prompt_logprobs, topk_prompt_logprobs)",
+          with_prompt.prompt_logprobs[1:] == logprobs[1:] and top[0] is None
+          and all(len(row) == 4 and row[0][1] >= row[-1][1] for row in top[1:]), (with_prompt.prompt_logprobs, top))
+    trainer_logprobs = training.forward(
+        [types.Datum(model_input=types.ModelInput.from_ints([10, 11, 12]),
+                     loss_fn_inputs={"target_tokens": [11, 12, 13], "weights": [1.0, 1.0, 1.0]})],
+        "cross_entropy").result().loss_fn_outputs[0]["logprobs"].tolist()
+    check("prompt logprobs agree with the trainer's (1e-4)",
+          max(abs(a - b) for a, b in zip(logprobs[1:], trainer_logprobs)) < 1e-4, (logprobs, trainer_logprobs))
 
     try:
         import torch  # noqa: F401
