@@ -1,4 +1,5 @@
 export type { ApiFuture, SamplingClient, ServiceClient, TrainingClient } from "@opentinker/protocol";
+export * from "./custom/forward-backward-custom.ts";
 export * from "./env/remote-env.ts";
 export * from "./env/types.ts";
 export * from "./metrics/sink.ts";
