@@ -20,6 +20,7 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   out.Set("isa", ot::isa_name(ot::active_isa()));  // absent elsewhere: no choice of path
 #endif
   out.Set("threads", ot::num_threads());
+  out.Set("packedNr", ot::packed_weight_nr());
   return out;
 }
 

@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { kernelInfo } from "./index.ts";
 import { loadNative } from "./loader.ts";
-import { gemm, linear, linearBackwardInput, linearBackwardWeight } from "./ops/gemm.ts";
+import {
+  gemm,
+  linear,
+  linearBackwardInput,
+  linearBackwardWeight,
+  linearPacked,
+  packWeight,
+} from "./ops/gemm.ts";
 import { refGemm } from "./reference/gemm.ts";
 import { expectClose, randomF32, rng } from "./test-utils.ts";
 
@@ -132,14 +139,24 @@ describe("gemm", () => {
         linear(x.subarray(i * k, (i + 1) * k), w, y, 1, k, n, false, "rows");
         return y;
       });
-      for (const rows of [2, 5, 6, 7, 12, 13, 24, 25, 64, 65, 300]) {
+      // The same weight packed once (what the sampler holds): the same bits at every m.
+      const packed = packWeight(w, n, k);
+      const overPacked = (rows: number, accumulate = false) => {
+        const y = new Float32Array(rows * n).fill(accumulate ? 0.25 : 0);
+        linearPacked(x.subarray(0, rows * k), packed, y, rows, accumulate);
+        return y;
+      };
+      for (const rows of [1, 2, 5, 6, 7, 12, 13, 24, 25, 64, 65, 300]) {
         const batch = product(rows, "rows");
         for (const i of [0, rows >> 1, rows - 1])
           expect(batch.subarray(i * n, (i + 1) * n)).toEqual(alone[i]);
+        expect(overPacked(rows)).toEqual(batch);
         expectClose(batch, product(rows, "auto"), tolerance(k));
       }
       // Accumulating (beta 1) is as invariant.
       expect(product(1, "rows", true)).toEqual(product(300, "rows", true).subarray(0, n));
+      expect(overPacked(1, true)).toEqual(product(1, "rows", true));
+      expect(overPacked(300, true)).toEqual(product(300, "rows", true));
     }
     expect(() =>
       gemm(2, 2, 2, new Float32Array(4), new Float32Array(4), new Float32Array(4), { backend: "rows" }),
@@ -168,5 +185,29 @@ describe("gemm", () => {
     expect(() => Reflect.apply(native.gemm, native, [false, false, 2])).toThrow(
       /gemm: expected 11 arguments/,
     );
+  });
+
+  it("a packed weight is refused on the other instruction set's panel width, or with the wrong length", () => {
+    const native = loadNative();
+    const { packedNr } = kernelInfo();
+    const other = packedNr === 16 ? 32 : 16;
+    const w = new Float32Array(40 * 3);
+    expect(() => native.packWeight(w, 40, 3, other, new Float32Array(48 * 3))).toThrow(
+      new RangeError(
+        `packWeight: nr must be ${packedNr} (the active instruction set's panel width), got ${other}`,
+      ),
+    );
+    expect(() => native.packWeight(w, 40, 3, packedNr, new Float32Array(40 * 3))).toThrow(
+      /packWeight: out has length 120, expected/,
+    );
+    const packed = packWeight(w, 40, 3);
+    expect(packed.panels.length).toBe(Math.ceil(40 / packedNr) * packedNr * 3);
+    const y = new Float32Array(40);
+    expect(() => native.linearPacked(new Float32Array(3), packed.panels, y, 1, 40, 3, other, false)).toThrow(
+      /linearPacked: nr must be \d+ \(the weight was packed for another instruction set\)/,
+    );
+    expect(() =>
+      native.linearPacked(new Float32Array(3), packed.panels, y, 1, 40, 4, packedNr, false),
+    ).toThrow(/linearPacked: x has length 3, expected 4/);
   });
 });

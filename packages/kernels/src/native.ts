@@ -24,6 +24,8 @@ export interface AddonInfo {
   /** The kernels' path on x86-64 (absent elsewhere): what OPENTINKER_KERNELS_ISA forces. */
   isa?: KernelsIsa;
   threads: number;
+  /** The panel width of weights packed on this path (packWeight): 16 on AVX2, 32 on AVX-512. */
+  packedNr: number;
 }
 
 export interface CoreBinding {

@@ -39,6 +39,17 @@ void gemm_own(const GemmArgs& g);
  * batch. Only the NT layout; the packed kernel (gemm_packed.cc), at every m.
  */
 void gemm_rows(const GemmArgs& g);
+/**
+ * A frozen weight W [n, k] packed once for x·Wᵀ: NR-column panels (NR: the active
+ * instruction set's tile width), each [k × NR] k-major and zero-padded, panel
+ * after panel. gemm_prepacked over it gives gemm_rows' bits, without packing W.
+ */
+int packed_weight_nr();
+int64_t packed_weight_floats(int64_t n, int64_t k);
+void pack_weight(const float* w, int64_t n, int64_t k, float* out);
+/** y[m, n] (+)= x[m, k] · Wᵀ with W from pack_weight: batch-invariant, as gemm_rows. */
+void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float* x, const float* packed, bool accumulate,
+                    float* y);
 /** cblas_sgemm; returns false when the addon was built without a BLAS. */
 bool gemm_blas(const GemmArgs& g);
 /** "openblas <version>" or nullptr. */

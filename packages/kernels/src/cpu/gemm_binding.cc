@@ -44,7 +44,39 @@ void Gemm(const Args& a) {
   }
 }
 
-constexpr Op kOps[] = {{"gemm", 11, Gemm}};
+// packWeight(w, n, k, nr, out): W [n, k] into out [packed_weight_floats(n, k)], panels of nr columns.
+//   nr must be the active instruction set's (info().packedNr): a pack is for this process's path.
+void PackWeight(const Args& a) {
+  const int64_t n = a.dim(1, "n", 0, kMaxDim);
+  const int64_t k = a.dim(2, "k", 0, kMaxDim);
+  const float* w = a.f32(0, "w", n * k);
+  const int64_t nr = a.dim(3, "nr");
+  if (nr != packed_weight_nr()) {
+    throw_range(a.env(), a.op, "nr", "must be " + std::to_string(packed_weight_nr()) +
+                                         " (the active instruction set's panel width), got " + std::to_string(nr));
+  }
+  float* out = a.f32(4, "out", packed_weight_floats(n, k));
+  pack_weight(w, n, k, out);
+}
+
+// linearPacked(x, packed, y, m, n, k, nr, accumulate): y[m, n] (+)= x[m, k] · Wᵀ, W from packWeight.
+void LinearPacked(const Args& a) {
+  const int64_t m = a.dim(3, "rows", 0, kMaxDim);
+  const int64_t n = a.dim(4, "dOut", 0, kMaxDim);
+  const int64_t k = a.dim(5, "dIn", 0, kMaxDim);
+  const int64_t nr = a.dim(6, "nr");
+  if (nr != packed_weight_nr()) {
+    throw_range(a.env(), a.op, "nr", "must be " + std::to_string(packed_weight_nr()) +
+                                         " (the weight was packed for another instruction set), got " +
+                                         std::to_string(nr));
+  }
+  const float* x = a.f32(0, "x", m * k);
+  const float* packed = a.f32(1, "packed", packed_weight_floats(n, k));
+  float* y = a.f32(2, "y", m * n);
+  gemm_prepacked(m, n, k, x, packed, a.boolean(7, "accumulate"), y);
+}
+
+constexpr Op kOps[] = {{"gemm", 11, Gemm}, {"packWeight", 5, PackWeight}, {"linearPacked", 8, LinearPacked}};
 
 }  // namespace
 

@@ -28,6 +28,17 @@ export type GemmArgs<V = Float32Array> = [
 
 export interface GemmBinding {
   gemm(...args: [...GemmArgs, backend: GemmBackend]): void;
+  packWeight(w: Float32Array, n: number, k: number, nr: number, out: Float32Array): void;
+  linearPacked(
+    x: Float32Array,
+    packed: Float32Array,
+    y: Float32Array,
+    rows: number,
+    dOut: number,
+    dIn: number,
+    nr: number,
+    accumulate: boolean,
+  ): void;
 }
 
 export interface GemmOptions {
@@ -108,4 +119,40 @@ export function linearBackwardWeight(
   dOut: number,
 ): void {
   loadNative().gemm(true, false, dOut, dIn, rows, 1, dy, x, 1, dw, "auto");
+}
+
+/**
+ * A frozen f32 weight [dOut, dIn] packed once into the batch-invariant kernel's
+ * panels (of `nr` columns, the instruction set's tile width), so a decode step
+ * multiplies by it without repacking it. For this process only: another
+ * instruction set packs differently.
+ */
+export interface PackedWeight {
+  readonly dOut: number;
+  readonly dIn: number;
+  readonly nr: number;
+  readonly panels: Float32Array;
+}
+
+/** Packs w [dOut, dIn] for linearPacked (a copy: w is left as it is). */
+export function packWeight(w: Float32Array, dOut: number, dIn: number): PackedWeight {
+  const native = loadNative();
+  const nr = native.info().packedNr;
+  const panels = new Float32Array(Math.ceil(dOut / nr) * nr * dIn);
+  native.packWeight(w, dOut, dIn, nr, panels);
+  return { dOut, dIn, nr, panels };
+}
+
+/**
+ * y[rows, dOut] (+)= x[rows, dIn] · wᵀ over a packed weight: the same bits as
+ * linear(…, "rows") on the unpacked weight, whatever the number of rows.
+ */
+export function linearPacked(
+  x: Float32Array,
+  w: PackedWeight,
+  y: Float32Array,
+  rows: number,
+  accumulate = false,
+): void {
+  loadNative().linearPacked(x, w.panels, y, rows, w.dOut, w.dIn, w.nr, accumulate);
 }
