@@ -1,3 +1,6 @@
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { kernelInfo } from "./index.ts";
 import { loadNative } from "./loader.ts";
@@ -209,5 +212,33 @@ describe("gemm", () => {
     expect(() =>
       native.linearPacked(new Float32Array(3), packed.panels, y, 1, 40, 4, packedNr, false),
     ).toThrow(/linearPacked: x has length 3, expected 4/);
+  });
+});
+
+describe.skipIf(kernelInfo().blas === null)("auto and an OpenBLAS older than the CPU", () => {
+  const index = path.join(path.dirname(fileURLToPath(import.meta.url)), "index.ts");
+  /** Whether "auto" gives OpenBLAS's bits or ours for an m > 24 product, with OpenBLAS forced to `core`. */
+  function autoUnder(core: string) {
+    const source = `import * as kernels from ${JSON.stringify(index)};
+      kernels.setKernelThreads(1); // one slice, so "auto" and "blas" make the same single call
+      const [m, n, k] = [40, 50, 300];
+      let seed = 3;
+      const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1;
+      const a = Float32Array.from({ length: m * k }, random);
+      const b = Float32Array.from({ length: k * n }, random);
+      const run = (backend) => { const c = new Float32Array(m * n); kernels.gemm(m, n, k, a, b, c, { backend }); return c.join(","); };
+      const auto = run("auto");
+      process.stdout.write(JSON.stringify({ core: kernels.kernelInfo().blasCore, own: auto === run("own"), blas: auto === run("blas") }));`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", source], {
+      encoding: "utf8",
+      env: { ...process.env, OPENBLAS_CORETYPE: core },
+    });
+    expect(run.stderr).toBe("");
+    return JSON.parse(run.stdout) as { core: string; own: boolean; blas: boolean };
+  }
+
+  it("takes our kernel when OpenBLAS fell back to its SSE3 kernels, and OpenBLAS when it knows the CPU", () => {
+    expect(autoUnder("Prescott")).toMatchObject({ core: "Prescott", own: true });
+    expect(autoUnder("Haswell")).toMatchObject({ core: "Haswell", blas: true });
   });
 });

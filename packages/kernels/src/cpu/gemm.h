@@ -54,6 +54,12 @@ void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float* x, const float
 bool gemm_blas(const GemmArgs& g);
 /** "openblas <version>" or nullptr. */
 const char* blas_name();
+/**
+ * The kernel set OpenBLAS chose for this CPU ("Haswell", "SkylakeX", … or a
+ * fallback such as "Prescott" for a CPU it does not know; OPENBLAS_CORETYPE
+ * overrides it), or nullptr without OpenBLAS.
+ */
+const char* blas_core();
 /** The instruction set the own kernels run on: "avx512", "avx2+fma" or "scalar" (see isa.h). */
 const char* simd_name();
 
