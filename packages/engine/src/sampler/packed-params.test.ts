@@ -1,6 +1,6 @@
 import { linear, linearPacked } from "@opentinker/kernels";
 import { describe, expect, it } from "vitest";
-import { weightAs } from "../model/weight-dtype.ts";
+import { weightAs, widenWeight } from "../model/weight-dtype.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { Rng } from "../rng.ts";
 import { QWEN25_05B_SHAPE, randomBaseModel } from "../testing/random-model.ts";
@@ -41,11 +41,20 @@ describe("withPackedWeights", () => {
     expect(params.unembed.weight).toBe(base.weights.embedTokens); // tied: one matrix, one pack
   });
 
-  it("leaves bf16 weights as they are: their kernel reads them as stored", () => {
+  it("packs bf16 weights in bf16, with the bits of the f32 product over the widened weight", () => {
     const base = randomBaseModel(CONFIG, 6);
-    const layers = base.weights.layers.map((w) => ({ ...w, qProj: weightAs(w.qProj, "bf16") }));
+    const q = weightAs(base.weights.layers[0]?.qProj as Float32Array, "bf16");
+    const layers = base.weights.layers.map((w, l) => (l === 0 ? { ...w, qProj: q } : w));
     const params = withPackedWeights(frozenParams({ ...base, weights: { ...base.weights, layers } }));
-    expect(params.layers[0]?.q.packed).toBeUndefined();
-    expect(params.layers[0]?.k.packed).toBeDefined();
+    const p = params.layers[0]?.q;
+    if (!p?.packed) throw new Error("layer 0 q is not packed");
+    expect(p.packed.panels).toBeInstanceOf(Uint16Array);
+    const rng = new Rng(3);
+    const x = Float32Array.from({ length: 2 * p.dIn }, () => rng.uniform(1));
+    const expected = new Float32Array(2 * p.dOut);
+    linear(x, widenWeight(q), expected, 2, p.dIn, p.dOut, false, "rows");
+    const actual = new Float32Array(2 * p.dOut);
+    linearPacked(x, p.packed, actual, 2);
+    expect(actual).toEqual(expected);
   });
 });

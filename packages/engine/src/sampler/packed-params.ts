@@ -1,17 +1,16 @@
-// The sampler's frozen f32 base matrices, packed once into the batch-invariant
-// kernel's panels: a decode step then streams each weight as it is stored
-// instead of repacking it on every call, which made batch 1 up to 2× slower
-// than it needs to be. The packs are extra memory (one more copy of each f32
-// matrix; bf16 matrices need none: their kernel reads them as stored), shared
-// by every sampler over the same base in this process.
-import { isBf16, type PackedWeight, packWeight, type WeightArray } from "@opentinker/kernels";
+// The sampler's frozen base matrices (f32 or bf16), packed once into the
+// batch-invariant kernel's panels: a decode step then streams each weight in
+// long sequential runs instead of repacking it on every call (f32: up to 2×
+// slower at batch 1) or reading it in short row runs (bf16). The packs are
+// extra memory, one more copy of each matrix in its dtype, shared by every
+// sampler over the same base in this process.
+import { type PackedWeight, packWeight, type WeightArray } from "@opentinker/kernels";
 import type { LinearParams } from "../nn/linear.ts";
 import type { LayerParams, ModelParams } from "../nn/params.ts";
 
-const packs = new WeakMap<Float32Array, PackedWeight>();
+const packs = new WeakMap<WeightArray, PackedWeight>();
 
-function packedOf(weight: WeightArray, dOut: number, dIn: number): PackedWeight | undefined {
-  if (isBf16(weight)) return undefined;
+function packedOf(weight: WeightArray, dOut: number, dIn: number): PackedWeight {
   let packed = packs.get(weight);
   if (!packed) {
     packed = packWeight(weight, dOut, dIn);
@@ -22,13 +21,12 @@ function packedOf(weight: WeightArray, dOut: number, dIn: number): PackedWeight 
 
 function withPacked(p: LinearParams): LinearParams {
   if (p.weightGrad) return p; // a trainable weight changes: nothing to pack once
-  const packed = packedOf(p.weight, p.dOut, p.dIn);
-  return packed ? { ...p, packed } : p;
+  return { ...p, packed: packedOf(p.weight, p.dOut, p.dIn) };
 }
 
 const LINEARS = ["q", "k", "v", "o", "gate", "up", "down"] as const;
 
-/** The same parameters with every frozen f32 projection and the unembedding packed (the weights themselves stay). */
+/** The same parameters with every frozen projection and the unembedding packed (the weights themselves stay). */
 export function withPackedWeights(params: ModelParams): ModelParams {
   const layers = params.layers.map((layer) => {
     const out: LayerParams = { ...layer };

@@ -50,6 +50,15 @@ void pack_weight(const float* w, int64_t n, int64_t k, float* out);
 /** y[m, n] (+)= x[m, k] · Wᵀ with W from pack_weight: batch-invariant, as gemm_rows. */
 void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float* x, const float* packed, bool accumulate,
                     float* y);
+/**
+ * The same for a bf16 weight: the panels hold bf16 pairs (slot 2l: column l,
+ * slot 2l + 1: column l + NR/2, so one 32-bit lane widens exactly into both
+ * halves of a panel row). Same floats(n, k) count of elements; the product's
+ * bits equal gemm_prepacked over the widened weight.
+ */
+void pack_weight_bf16(const uint16_t* w, int64_t n, int64_t k, uint16_t* out);
+void gemm_prepacked_bf16(int64_t m, int64_t n, int64_t k, const float* x, const uint16_t* packed, bool accumulate,
+                         float* y);
 /** cblas_sgemm; returns false when the addon was built without a BLAS. */
 bool gemm_blas(const GemmArgs& g);
 /** "openblas <version>" or nullptr. */

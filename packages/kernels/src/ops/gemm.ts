@@ -28,10 +28,10 @@ export type GemmArgs<V = Float32Array> = [
 
 export interface GemmBinding {
   gemm(...args: [...GemmArgs, backend: GemmBackend]): void;
-  packWeight(w: Float32Array, n: number, k: number, nr: number, out: Float32Array): void;
+  packWeight<W extends WeightArray>(w: W, n: number, k: number, nr: number, out: W): void;
   linearPacked(
     x: Float32Array,
-    packed: Float32Array,
+    packed: WeightArray,
     y: Float32Array,
     rows: number,
     dOut: number,
@@ -122,30 +122,33 @@ export function linearBackwardWeight(
 }
 
 /**
- * A frozen f32 weight [dOut, dIn] packed once into the batch-invariant kernel's
- * panels (of `nr` columns, the instruction set's tile width), so a decode step
- * multiplies by it without repacking it. For this process only: another
- * instruction set packs differently.
+ * A frozen weight [dOut, dIn] (f32 or bf16) packed once into the batch-invariant
+ * kernel's panels (of `nr` columns, the instruction set's tile width), so a
+ * decode step multiplies by it without repacking it and reads it as long
+ * sequential streams. For this process only: another instruction set packs
+ * differently. bf16 panels widen exactly as they load.
  */
 export interface PackedWeight {
   readonly dOut: number;
   readonly dIn: number;
   readonly nr: number;
-  readonly panels: Float32Array;
+  readonly panels: WeightArray;
 }
 
-/** Packs w [dOut, dIn] for linearPacked (a copy: w is left as it is). */
-export function packWeight(w: Float32Array, dOut: number, dIn: number): PackedWeight {
+/** Packs w [dOut, dIn] for linearPacked (a copy in w's dtype: w is left as it is). */
+export function packWeight(w: WeightArray, dOut: number, dIn: number): PackedWeight {
   const native = loadNative();
   const nr = native.info().packedNr;
-  const panels = new Float32Array(Math.ceil(dOut / nr) * nr * dIn);
+  const size = Math.ceil(dOut / nr) * nr * dIn;
+  const panels = isBf16(w) ? new Uint16Array(size) : new Float32Array(size);
   native.packWeight(w, dOut, dIn, nr, panels);
   return { dOut, dIn, nr, panels };
 }
 
 /**
  * y[rows, dOut] (+)= x[rows, dIn] · wᵀ over a packed weight: the same bits as
- * linear(…, "rows") on the unpacked weight, whatever the number of rows.
+ * linear(…, "rows") on the unpacked (for bf16: widened) weight, whatever the
+ * number of rows.
  */
 export function linearPacked(
   x: Float32Array,
