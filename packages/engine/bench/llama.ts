@@ -1,6 +1,6 @@
 // Side by side with llama.cpp (issue #5): the sampling benchmark's random
-// weights written as an f32 GGUF, run by node-llama-cpp's prebuilt CPU build on
-// the same number of threads. Batch-1 decode and 512-token prefill are measured
+// weights written as an f32 GGUF (or, with --dtype=bf16, held and written in
+// bf16), run by node-llama-cpp's prebuilt CPU build on the same number of threads. Batch-1 decode and 512-token prefill are measured
 // the same way for both engines, and logits are compared first: a figure for a
 // model llama.cpp computes differently would mean nothing.
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -9,7 +9,7 @@ import path from "node:path";
 import { kernelInfo, linear } from "@opentinker/kernels";
 import { LocalStore } from "@opentinker/store";
 import { type BaseModel, loadBaseModel } from "../src/base-model.ts";
-import type { ModelConfig } from "../src/model/index.ts";
+import { convertModelWeights, type ModelConfig, type WeightDtype } from "../src/model/index.ts";
 import { forward } from "../src/nn/transformer.ts";
 import { frozenParams } from "../src/policy/frozen.ts";
 import { Sampler } from "../src/sampler/sampler.ts";
@@ -28,8 +28,13 @@ import { llamaGenerate, llamaGreedy, llamaLogits, PREFILL, withContext, withMode
 import { DECODE, decodeRate, prompt, timed } from "./sampling.ts";
 import { median, progress, round } from "./timing.ts";
 
-/** f32 on both sides, flash attention off: logits agree to ~1e-6, far below this. */
-const LOGIT_TOLERANCE = 1e-3;
+/**
+ * f32 on both sides, flash attention off: logits agree to ~1e-6, far below 1e-3.
+ * bf16 weights: ours widen them and keep activations in f32, llama.cpp rounds the
+ * activations to bf16 for its bf16 dot products, so logits differ by that rounding
+ * (and greedy tokens may part where two logits are that close).
+ */
+const LOGIT_TOLERANCE: Record<WeightDtype, number> = { f32: 1e-3, bf16: 5e-2 };
 const CHECK_PROMPT = 16;
 const CHECK_GREEDY = 8;
 
@@ -74,6 +79,7 @@ function maxAbsDiff(a: Float32Array, b: Float32Array): number {
 /** Logits of both engines on one sequence (a prompt and our greedy continuation) and their greedy tokens. */
 async function compare(
   base: BaseModel,
+  dtype: WeightDtype,
   sequence: LlamaContextSequence,
   oursGreedy: number[],
   input: number[],
@@ -94,7 +100,7 @@ async function compare(
     // Our logits' argmax is the sampler's greedy token (its paged path against the training forward).
     ours_argmax_is_greedy: oursGreedy.every((t, i) => argmax(ours, i, V) === t),
     greedy_tokens_agree: agree,
-    ok: diff <= LOGIT_TOLERANCE && agree,
+    ok: diff <= LOGIT_TOLERANCE[dtype] && (agree || dtype === "bf16"),
   };
 }
 
@@ -138,7 +144,9 @@ async function conversionCheck(llama: Llama, dir: string, threads: number) {
       })
     ).sequences[0]?.tokens as number[];
     const check = await withModel(llama, gguf, (model) =>
-      withContext(model, base.config, threads, false, (sequence) => compare(base, sequence, greedy, input)),
+      withContext(model, base.config, threads, false, (sequence) =>
+        compare(base, "f32", sequence, greedy, input),
+      ),
     );
     out.push({ model: `tiny ${architecture}`, ...check });
   }
@@ -200,9 +208,12 @@ async function benchModel(
   dir: string,
   threads: number,
   repeats: number,
+  dtype: WeightDtype,
 ) {
-  progress(`llama: building ${name} (${(parameterCount(config) / 1e6).toFixed(1)}M parameters)`);
-  const base = randomBaseModel(config, 3); // the sampling benchmark's weights
+  progress(`llama: building ${name} (${(parameterCount(config) / 1e6).toFixed(1)}M parameters, ${dtype})`);
+  const f32 = randomBaseModel(config, 3); // the sampling benchmark's weights
+  // bf16: the same weights rounded once, held so by us and written so for llama.cpp.
+  const base = dtype === "bf16" ? { ...f32, weights: convertModelWeights(config, f32.weights, "bf16") } : f32;
   await mkdir(dir, { recursive: true });
   const gguf = path.join(dir, "model.gguf");
   const bytes = await writeModelGguf(gguf, config, base.weights, name);
@@ -214,10 +225,10 @@ async function benchModel(
   return withModel(llama, gguf, (model) =>
     withContext(model, config, threads, false, (exact) =>
       withContext(model, config, threads, "auto", async (flash) => {
-        const check = await compare(base, exact, greedy, input);
+        const check = await compare(base, dtype, exact, greedy, input);
         if (!check.ok)
           progress(`llama: WARNING ${name}: llama.cpp computes a different model: ${JSON.stringify(check)}`);
-        const flashCheck = await compare(base, flash, greedy, input);
+        const flashCheck = await compare(base, dtype, flash, greedy, input);
         const loadStart = loadavg().map((l) => round(l, 2));
         // Interleaved, so a change in the machine's load hits all three alike.
         const runs = { ours: [] as Run[], exact: [] as Run[], flash: [] as Run[] };
@@ -238,6 +249,7 @@ async function benchModel(
         });
         return {
           model: name,
+          weights: dtype,
           gguf_bytes: bytes,
           load_average_1_5_15: { start: loadStart, end: loadavg().map((l) => round(l, 2)) },
           check,
@@ -261,7 +273,7 @@ async function benchModel(
 }
 
 /** `repeats` interleaved runs of each engine; the machine is shared, so the best run is reported beside the median. */
-export async function benchLlama(only?: string, repeats = 3) {
+export async function benchLlama(only?: string, repeats = 3, dtype: WeightDtype = "f32") {
   if (!Number.isInteger(repeats) || repeats < 1)
     throw new RangeError(`--repeats must be ≥ 1, got ${repeats}`);
   const threads = kernelInfo().threads;
@@ -287,7 +299,9 @@ export async function benchLlama(only?: string, repeats = 3) {
     const conversion = await conversionCheck(llama, dir, threads);
     const models = [];
     if (!only || only === "small")
-      models.push(await benchModel(llama, "10M", SMALL_10M_SHAPE, path.join(dir, "small"), threads, repeats));
+      models.push(
+        await benchModel(llama, "10M", SMALL_10M_SHAPE, path.join(dir, "small"), threads, repeats, dtype),
+      );
     if (!only || only === "qwen")
       models.push(
         await benchModel(
@@ -297,6 +311,7 @@ export async function benchLlama(only?: string, repeats = 3) {
           path.join(dir, "qwen"),
           threads,
           repeats,
+          dtype,
         ),
       );
     return { reference, conversion, models };

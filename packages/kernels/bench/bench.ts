@@ -2,6 +2,7 @@
 // Prints one JSON object on stdout (progress on stderr). Never a timed test.
 import { machineInfo } from "../src/index.ts";
 import { benchAttentionDecode } from "./attention.ts";
+import { benchAttentionTrain } from "./attention-train.ts";
 import { benchGemm } from "./gemm.ts";
 import { benchMultiLora } from "./multilora.ts";
 import { benchSample } from "./sample.ts";
@@ -14,6 +15,7 @@ const result = {
   gemm: want("gemm") ? benchGemm() : undefined,
   multilora: want("multilora") ? benchMultiLora() : undefined,
   attention_decode: want("attention") ? benchAttentionDecode() : undefined,
+  attention_train: want("attention-train") ? benchAttentionTrain() : undefined,
   sample: want("sample") ? benchSample() : undefined,
 };
 process.stdout.write(`${JSON.stringify(result, null, process.argv.includes("--json") ? 0 : 2)}\n`);

@@ -364,6 +364,9 @@ describe("attentionBackward", () => {
     { lens: [7, 0, 1, 12], blockSize: 16, numHeads: 4, numKvHeads: 2, headDim: 3 },
     { lens: [45, 20], blockSize: 16, numHeads: 14, numKvHeads: 2, headDim: 64 },
     { lens: [9, 38], blockSize: 16, numHeads: 3, numKvHeads: 3, headDim: 21 },
+    // Many key blocks and row blocks, a head dim of 32 + 8 and one of 2 × 32, a group of 8.
+    { lens: [50, 3], blockSize: 16, numHeads: 6, numKvHeads: 3, headDim: 40 },
+    { lens: [70, 17, 33], blockSize: 16, numHeads: 8, numKvHeads: 1, headDim: 128 },
   ];
   for (const spec of specs) {
     const { numHeads, numKvHeads, headDim } = spec;
@@ -383,6 +386,31 @@ describe("attentionBackward", () => {
       expectClose(dv, expected.dv, GRAD_ATOL, RTOL);
     });
   }
+});
+
+describe("attentionBackward, far beyond fp32 exp range", () => {
+  it("stays finite and matches the reference when scores are huge (lse keeps exp in range)", () => {
+    const spec = { lens: [45, 3], blockSize: 16, numHeads: 2, numKvHeads: 1, headDim: 8 };
+    const random = rng(19);
+    const batch = makeBatch(spec, random);
+    batch.q = batch.q.map((x) => x * 40);
+    batch.heads.scale = 4;
+    const { out, lse } = runForward(batch);
+    const dOut = randomF32(out.length, random);
+    const [dq, dk, dv] = [batch.q, batch.k, batch.v].map((x) => new Float32Array(x.length)) as [
+      Float32Array,
+      Float32Array,
+      Float32Array,
+    ];
+    const { q, k, v, nTokens, seqStarts, heads } = batch;
+    attentionBackward(q, k, v, out, lse, dOut, nTokens, seqStarts, heads, dq, dk, dv);
+    for (const grad of [dq, dk, dv]) expect(grad.every(Number.isFinite)).toBe(true);
+    const expected = refAttentionBackward(q, k, v, dOut, refShape(batch));
+    // Gradients here scale with scale·|q| (≈ 160): the same relative error as above.
+    expectClose(dq, expected.dq, 1e-2, 1e-3);
+    expectClose(dk, expected.dk, 1e-2, 1e-3);
+    expectClose(dv, expected.dv, GRAD_ATOL, RTOL);
+  });
 });
 
 describe("argument checks", () => {

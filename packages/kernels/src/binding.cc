@@ -15,11 +15,14 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   out.Set("backend", "cpu");
   const char* blas = ot::blas_name();
   out.Set("blas", blas ? Napi::Value(Napi::String::New(env, blas)) : env.Null());
+  const char* core = ot::blas_core();
+  out.Set("blasCore", core ? Napi::Value(Napi::String::New(env, core)) : env.Null());
   out.Set("simd", ot::simd_name());
 #if defined(__x86_64__)
   out.Set("isa", ot::isa_name(ot::active_isa()));  // absent elsewhere: no choice of path
 #endif
   out.Set("threads", ot::num_threads());
+  out.Set("packedNr", ot::packed_weight_nr());
   return out;
 }
 

@@ -3,6 +3,7 @@
 // instruction set (`node --import tsx src/gemm-bf16.cases.ts` prints the report).
 import { pathToFileURL } from "node:url";
 import { kernelInfo } from "./index.ts";
+import { linear, linearPacked, packWeight } from "./ops/gemm.ts";
 import { type Bf16Array, embeddingBf16, linearBackwardInputBf16, linearBf16 } from "./ops/gemm-bf16.ts";
 import { randomF32, rng } from "./test-utils.ts";
 
@@ -169,6 +170,40 @@ function invarianceCases(): Bf16Report["invariant"] {
         n,
       );
     out.push({ name: `backward rows of [${m}, ${n}]·[${n}, ${k}]`, same: sameBits(dxAll, dxAlone) });
+  }
+  out.push(...packedCases(random));
+  return out;
+}
+
+/**
+ * A bf16 weight packed once (the sampler's): at every number of rows, the bits
+ * of the f32 batch-invariant product over the widened weight, overwriting or
+ * accumulating. k past a K block (256), n with a partial panel on both paths.
+ */
+function packedCases(random: () => number): Bf16Report["invariant"] {
+  const out: Bf16Report["invariant"] = [];
+  for (const [k, n] of [
+    [257, 100],
+    [700, 37],
+    [896, 65],
+  ] as [number, number][]) {
+    const w = randomBf16(n * k, random);
+    const wide = widenBf16(w);
+    const packed = packWeight(w, n, k);
+    const x = randomF32(300 * k, random);
+    for (const m of [1, 2, 7, 13, 64, 300]) {
+      for (const accumulate of [false, true]) {
+        const start = randomF32(m * n, random);
+        const expected = Float32Array.from(start);
+        linear(x.subarray(0, m * k), wide, expected, m, k, n, accumulate, "rows");
+        const got = Float32Array.from(start);
+        linearPacked(x.subarray(0, m * k), packed, got, m, accumulate);
+        out.push({
+          name: `packed bf16 [${m}, ${k}]·[${n}, ${k}]ᵀ accumulate=${accumulate} = f32 rows over the widened weight`,
+          same: sameBits(got, expected),
+        });
+      }
+    }
   }
   return out;
 }

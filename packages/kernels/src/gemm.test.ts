@@ -1,7 +1,17 @@
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { kernelInfo } from "./index.ts";
 import { loadNative } from "./loader.ts";
-import { gemm, linear, linearBackwardInput, linearBackwardWeight } from "./ops/gemm.ts";
+import {
+  gemm,
+  linear,
+  linearBackwardInput,
+  linearBackwardWeight,
+  linearPacked,
+  packWeight,
+} from "./ops/gemm.ts";
 import { refGemm } from "./reference/gemm.ts";
 import { expectClose, randomF32, rng } from "./test-utils.ts";
 
@@ -132,14 +142,24 @@ describe("gemm", () => {
         linear(x.subarray(i * k, (i + 1) * k), w, y, 1, k, n, false, "rows");
         return y;
       });
-      for (const rows of [2, 5, 6, 7, 12, 13, 24, 25, 64, 65, 300]) {
+      // The same weight packed once (what the sampler holds): the same bits at every m.
+      const packed = packWeight(w, n, k);
+      const overPacked = (rows: number, accumulate = false) => {
+        const y = new Float32Array(rows * n).fill(accumulate ? 0.25 : 0);
+        linearPacked(x.subarray(0, rows * k), packed, y, rows, accumulate);
+        return y;
+      };
+      for (const rows of [1, 2, 5, 6, 7, 12, 13, 24, 25, 64, 65, 300]) {
         const batch = product(rows, "rows");
         for (const i of [0, rows >> 1, rows - 1])
           expect(batch.subarray(i * n, (i + 1) * n)).toEqual(alone[i]);
+        expect(overPacked(rows)).toEqual(batch);
         expectClose(batch, product(rows, "auto"), tolerance(k));
       }
       // Accumulating (beta 1) is as invariant.
       expect(product(1, "rows", true)).toEqual(product(300, "rows", true).subarray(0, n));
+      expect(overPacked(1, true)).toEqual(product(1, "rows", true));
+      expect(overPacked(300, true)).toEqual(product(300, "rows", true));
     }
     expect(() =>
       gemm(2, 2, 2, new Float32Array(4), new Float32Array(4), new Float32Array(4), { backend: "rows" }),
@@ -168,5 +188,57 @@ describe("gemm", () => {
     expect(() => Reflect.apply(native.gemm, native, [false, false, 2])).toThrow(
       /gemm: expected 11 arguments/,
     );
+  });
+
+  it("a packed weight is refused on the other instruction set's panel width, or with the wrong length", () => {
+    const native = loadNative();
+    const { packedNr } = kernelInfo();
+    const other = packedNr === 16 ? 32 : 16;
+    const w = new Float32Array(40 * 3);
+    expect(() => native.packWeight(w, 40, 3, other, new Float32Array(48 * 3))).toThrow(
+      new RangeError(
+        `packWeight: nr must be ${packedNr} (the active instruction set's panel width), got ${other}`,
+      ),
+    );
+    expect(() => native.packWeight(w, 40, 3, packedNr, new Float32Array(40 * 3))).toThrow(
+      /packWeight: out has length 120, expected/,
+    );
+    const packed = packWeight(w, 40, 3);
+    expect(packed.panels.length).toBe(Math.ceil(40 / packedNr) * packedNr * 3);
+    const y = new Float32Array(40);
+    expect(() => native.linearPacked(new Float32Array(3), packed.panels, y, 1, 40, 3, other, false)).toThrow(
+      /linearPacked: nr must be \d+ \(the weight was packed for another instruction set\)/,
+    );
+    expect(() =>
+      native.linearPacked(new Float32Array(3), packed.panels, y, 1, 40, 4, packedNr, false),
+    ).toThrow(/linearPacked: x has length 3, expected 4/);
+  });
+});
+
+describe.skipIf(kernelInfo().blas === null)("auto and an OpenBLAS older than the CPU", () => {
+  const index = path.join(path.dirname(fileURLToPath(import.meta.url)), "index.ts");
+  /** Whether "auto" gives OpenBLAS's bits or ours for an m > 24 product, with OpenBLAS forced to `core`. */
+  function autoUnder(core: string) {
+    const source = `import * as kernels from ${JSON.stringify(index)};
+      kernels.setKernelThreads(1); // one slice, so "auto" and "blas" make the same single call
+      const [m, n, k] = [40, 50, 300];
+      let seed = 3;
+      const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1;
+      const a = Float32Array.from({ length: m * k }, random);
+      const b = Float32Array.from({ length: k * n }, random);
+      const run = (backend) => { const c = new Float32Array(m * n); kernels.gemm(m, n, k, a, b, c, { backend }); return c.join(","); };
+      const auto = run("auto");
+      process.stdout.write(JSON.stringify({ core: kernels.kernelInfo().blasCore, own: auto === run("own"), blas: auto === run("blas") }));`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", source], {
+      encoding: "utf8",
+      env: { ...process.env, OPENBLAS_CORETYPE: core },
+    });
+    expect(run.stderr).toBe("");
+    return JSON.parse(run.stdout) as { core: string; own: boolean; blas: boolean };
+  }
+
+  it("takes our kernel when OpenBLAS fell back to its SSE3 kernels, and OpenBLAS when it knows the CPU", () => {
+    expect(autoUnder("Prescott")).toMatchObject({ core: "Prescott", own: true });
+    expect(autoUnder("Haswell")).toMatchObject({ core: "Haswell", blas: true });
   });
 });

@@ -16,6 +16,11 @@ export interface AddonInfo {
   /** "openblas" when the addon was built against it, else null. */
   blas: string | null;
   /**
+   * The kernels OpenBLAS picked for this CPU (e.g. "SkylakeX", "Haswell"; "Prescott"
+   * is its SSE3 fallback for a CPU it does not recognise), else null.
+   */
+  blasCore: string | null;
+  /**
    * The instruction set the addon's own kernels run on, chosen when it loads:
    * "avx512", "avx2+fma" (forced by OPENTINKER_KERNELS_ISA, or the CPU's best), or
    * "scalar" on a CPU that is not x86-64.
@@ -24,6 +29,8 @@ export interface AddonInfo {
   /** The kernels' path on x86-64 (absent elsewhere): what OPENTINKER_KERNELS_ISA forces. */
   isa?: KernelsIsa;
   threads: number;
+  /** The panel width of weights packed on this path (packWeight): 16 on AVX2, 32 on AVX-512. */
+  packedNr: number;
 }
 
 export interface CoreBinding {

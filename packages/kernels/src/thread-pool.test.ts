@@ -31,4 +31,23 @@ describe("the thread pool", () => {
     gemm(m, n, k, a, b, many, { backend: "own" });
     expect(Array.from(many)).toEqual(Array.from(one));
   });
+
+  it("more threads than cores: every op completes with the right result, late workers or not", () => {
+    const threads = kernelInfo().threads;
+    const random = rng(3);
+    const [m, n, k] = [30, 40, 50];
+    const a = randomF32(m * k, random);
+    const b = randomF32(k * n, random);
+    const expected = refGemm(false, false, m, n, k, 1, a, b, 0, new Float32Array(m * n));
+    setKernelThreads(4 * Math.max(2, threads)); // workers often not running when a job is posted
+    try {
+      for (let i = 0; i < 2000; i++) {
+        const c = new Float32Array(m * n).fill(Number.NaN);
+        gemm(m, n, k, a, b, c, { backend: "own" });
+        if (i % 100 === 0 || i === 1999) expectClose(c, expected, 1e-4);
+      }
+    } finally {
+      setKernelThreads(threads);
+    }
+  }, 60_000);
 });

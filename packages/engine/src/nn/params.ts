@@ -1,7 +1,7 @@
 // The weights a forward pass uses: the frozen base model's, overlaid with a
 // policy's trainable tensors (full-parameter) or LoRA adapters. Grad buffers are
 // present exactly where something trains.
-import type { RopeFrequencies, WeightArray } from "@opentinker/kernels";
+import type { PackedWeight, RopeFrequencies, WeightArray } from "@opentinker/kernels";
 import type { ModelConfig } from "../model/config.ts";
 import type { LinearParams, LoraBindingForLayer } from "./linear.ts";
 
@@ -52,7 +52,7 @@ export interface ModelParams {
   layers: LayerParams[];
   finalNorm: NormParams;
   /** [vocab, hidden]: lm_head, or the embedding table when tied (then grads are shared too). */
-  unembed: { weight: WeightArray; grad?: Float32Array; lora?: LoraBindingForLayer };
+  unembed: { weight: WeightArray; packed?: PackedWeight; grad?: Float32Array; lora?: LoraBindingForLayer };
   /** Present for a vision-language model. */
   vision?: VisionParams;
 }

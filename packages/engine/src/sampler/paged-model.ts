@@ -8,6 +8,7 @@ import {
   embedding,
   type LoraTable,
   linear,
+  linearPacked,
   loraForward,
   type PagedKvCache,
   pagedAttention,
@@ -74,8 +75,9 @@ export class PagedKv {
 /**
  * "rows": each row's matmul and LoRA delta are the same whatever else is in the batch,
  * so a request's logits (and an adapter's training) do not depend on which
- * other requests shared its steps (C5). "auto" is faster for long prefills
- * (OpenBLAS) but rounds differently by batch size.
+ * other requests shared its steps (C5); over a weight packed once
+ * (`LinearParams.packed`) when there is one, with the same bits. "auto" rounds
+ * differently by batch size.
  */
 export type StepMatmul = "rows" | "auto";
 
@@ -87,7 +89,8 @@ function project(
   y: Float32Array,
   matmul: StepMatmul,
 ): void {
-  linear(x, p.weight, y, b.n, p.dIn, p.dOut, false, matmul);
+  if (matmul === "rows" && p.packed) linearPacked(x, p.packed, y, b.n);
+  else linear(x, p.weight, y, b.n, p.dIn, p.dOut, false, matmul);
   if (p.bias) {
     for (let r = 0; r < b.n; r++) {
       const row = y.subarray(r * p.dOut, (r + 1) * p.dOut);
@@ -188,7 +191,9 @@ export function pagedLogits(
   const { hiddenSize: H, vocabSize: V } = params.shape;
   const m = slots.length;
   const logits = new Float32Array(m * V);
-  linear(hidden, params.unembed.weight, logits, m, H, V, false, matmul);
+  const { packed } = params.unembed;
+  if (matmul === "rows" && packed) linearPacked(hidden, packed, logits, m);
+  else linear(hidden, params.unembed.weight, logits, m, H, V, false, matmul);
   if (lora?.unembed && m > 0) loraForward(hidden, m, slots, lora.unembed, logits, matmul === "rows");
   return logits;
 }

@@ -34,6 +34,7 @@ import { Rng } from "../rng.ts";
 import type { SnapshotRegistry } from "../snapshots/registry.ts";
 import { KvCacheManager } from "./kv-cache.ts";
 import { ModelStep, type RowScore, type StepRequest } from "./model-step.ts";
+import { withPackedWeights } from "./packed-params.ts";
 import { PagedKv } from "./paged-model.ts";
 import { PolicyPool, type PolicySource } from "./policy-pool.ts";
 import { checkedInput, type PromptScoring, parseSampleCall } from "./sample-call.ts";
@@ -123,14 +124,15 @@ export class Sampler {
 
   constructor(private readonly options: SamplerOptions) {
     const { base } = options;
-    const baseParams = frozenParams(base);
+    const matmul = options.batchInvariant === false ? "auto" : "rows";
+    // The batch-invariant product runs over the base's matrices packed once.
+    const baseParams = matmul === "rows" ? withPackedWeights(frozenParams(base)) : frozenParams(base);
     const blockSize = options.blockSize ?? 16;
     const bytesPerBlock = PagedKv.bytesPerBlock(baseParams.shape, blockSize);
     const numBlocks = Math.max(1, Math.floor((options.kvCacheBytes ?? 256 << 20) / bytesPerBlock));
     this.kv = new KvCacheManager({ numBlocks, blockSize });
     this.pool = new PolicyPool(base, options.store, options.registry, options.policyBytes ?? 1 << 30);
     this.scheduler = new Scheduler(this.kv, options.maxTokensPerStep ?? 256);
-    const matmul = options.batchInvariant === false ? "auto" : "rows";
     this.model = new ModelStep({ baseParams, pool: this.pool, kv: this.kv, matmul });
   }
 

@@ -1,6 +1,6 @@
-// The vector math of attention over one tile of key positions (online softmax
-// forward, FlashAttention-2 softmax gradient), shared by the serving and the
-// training attention. Tiles are padded to a multiple of 8 positions.
+// The vector math of attention over one tile of key positions (the online
+// softmax forward), shared by the serving and the training attention. Tiles
+// are padded to a multiple of 8 positions.
 #pragma once
 
 #include <cmath>
@@ -117,29 +117,6 @@ inline float exp_shifted(float* s, int padded, float shift) {
     sum += s[t];
   }
   return sum;
-#endif
-}
-
-/**
- * Softmax gradient of one tile, FlashAttention-2 style, for t < padded:
- *   p[t] = e^(scale·s[t] - lse[t]),  ds[t] = scale · p[t] · (dp[t] - delta[t])
- * where s = q·k, dp = dOut·v and delta = rowsum(dOut ⊙ out). p overwrites s and ds
- * overwrites dp; ds already carries the score scale for dq and dk.
- */
-inline void softmax_grad(float* s, float* dp, const float* lse, const float* delta, int padded, float scale) {
-#ifdef OT_AVX2
-  const __m256 sc = _mm256_set1_ps(scale);
-  for (int t = 0; t < padded; t += 8) {
-    const __m256 p = exp256_flush(_mm256_fmsub_ps(sc, _mm256_loadu_ps(s + t), _mm256_loadu_ps(lse + t)));
-    _mm256_storeu_ps(s + t, p);
-    const __m256 dp_minus_delta = _mm256_sub_ps(_mm256_loadu_ps(dp + t), _mm256_loadu_ps(delta + t));
-    _mm256_storeu_ps(dp + t, _mm256_mul_ps(_mm256_mul_ps(sc, p), dp_minus_delta));
-  }
-#else
-  for (int t = 0; t < padded; ++t) {
-    s[t] = std::exp(scale * s[t] - lse[t]);
-    dp[t] = scale * s[t] * (dp[t] - delta[t]);
-  }
 #endif
 }
 

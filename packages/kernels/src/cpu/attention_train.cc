@@ -1,11 +1,13 @@
 // Training attention over packed sequences (concatenated along the token axis,
 // delimited by seq_starts, causal within each): the forward keeps each row's
-// log-sum-exp, the backward recomputes probabilities from it (FlashAttention-2).
+// log-sum-exp, the backward recomputes probabilities from it (FlashAttention-2),
+// each score once, in blocks (attention_block.h).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "attention.h"
+#include "attention_block.h"
 #include "attention_tile.h"
 #include "simd.h"
 #include "thread_pool.h"
@@ -13,17 +15,9 @@
 namespace ot {
 namespace {
 
-using attn::accumulate;
 using attn::attend_group;
-using attn::dot8;
 using attn::fine_grain;
-using attn::gather_tile;
-using attn::kTile;
 using attn::PackedCursor;
-using attn::pad_tile;
-using attn::Scratch;
-using attn::scratch;
-using attn::softmax_grad;
 
 /** The start of the sequence that holds token i (seq_starts is non-decreasing, from 0 to n_tokens). */
 inline int64_t seq_index(const int32_t* seq_starts, int64_t num_seqs, int64_t i) {
@@ -48,108 +42,148 @@ void attention_forward(const AttentionHeads& h, int64_t n_tokens, const int32_t*
   });
 }
 
+namespace {
+
+// Keys per block of the backward: their K and V rows (and Kᵀ, Vᵀ) are packed
+// once, and their dk and dv accumulate in a small buffer while every later query
+// row of the sequence passes. A multiple of 8.
+constexpr int64_t kKeyBlock = 16;
+// Query rows ((token, head) pairs) per step against a key block: their scores
+// and gradients [kRowBlock × kKeyBlock] stay in L1.
+constexpr int64_t kRowBlock = 48;
+
+/** Per-thread buffers of one (sequence, kv head) task, grown once. */
+struct BackwardScratch {
+  std::vector<float> q, d_out, dq;      // [rows, dp]: the task's query rows, packed and 8-padded
+  std::vector<float> lse, delta;        // [rows]
+  std::vector<float> kt, vt;            // [dp, kKeyBlock]: the key block transposed
+  std::vector<float> kb, dk, dv;        // [kKeyBlock, dp]
+  std::vector<float> s, dp;             // [kRowBlock, kKeyBlock]: scores → p, dOut·v → ds
+
+  void reserve(int64_t rows, int64_t dp_) {
+    const auto grow = [](std::vector<float>& v, int64_t n) {
+      if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+    };
+    grow(q, rows * dp_);
+    grow(d_out, rows * dp_);
+    grow(dq, rows * dp_);
+    grow(lse, rows);
+    grow(delta, rows);
+    for (auto* v : {&kt, &vt, &kb, &dk, &dv}) grow(*v, kKeyBlock * dp_);
+    grow(s, kRowBlock * kKeyBlock);
+    grow(dp, kRowBlock * kKeyBlock);
+  }
+};
+
+struct BackwardArgs {
+  const AttentionHeads& h;
+  const float *q, *k, *v, *out, *lse, *d_out;
+  float *dq, *dk, *dv;
+};
+
+/**
+ * dq, dk and dv of one sequence's kv head g (tokens [start, end)), in one pass
+ * over its causal triangle: per key block, every query row at or after it
+ * computes its scores and dOut·v once and adds to dq, dk and dv (FlashAttention-2's
+ * five products, none twice). Its rows are the (token, query head of the group)
+ * pairs, token-major.
+ */
+void backward_task(const BackwardArgs& a, int64_t start, int64_t end, int64_t g) {
+  using attn::block_product;
+  using attn::BlockProduct;
+  const int64_t heads = a.h.num_heads, kv = a.h.num_kv_heads, d = a.h.head_dim, group = heads / kv;
+  const int64_t dp = (d + 7) / 8 * 8;
+  const int64_t len = end - start, rows = len * group;
+  thread_local BackwardScratch sc;
+  sc.reserve(rows, dp);
+  // Pack the rows (zero-padded to dp) with their lse and delta = rowsum(dOut ⊙ out).
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = (start + r / group) * heads + g * group + r % group;
+    const float* qr = a.q + row * d;
+    const float* gr = a.d_out + row * d;
+    float* q_dst = sc.q.data() + r * dp;
+    float* g_dst = sc.d_out.data() + r * dp;
+    std::copy(qr, qr + d, q_dst);
+    std::copy(gr, gr + d, g_dst);
+    std::fill(q_dst + d, q_dst + dp, 0.0f);
+    std::fill(g_dst + d, g_dst + dp, 0.0f);
+    sc.lse[r] = a.lse[row];
+    sc.delta[r] = dot(gr, a.out + row * d, d);
+  }
+  std::fill(sc.dq.data(), sc.dq.data() + rows * dp, 0.0f);
+  const float scale = a.h.scale;
+  for (int64_t j0 = 0; j0 < len; j0 += kKeyBlock) {
+    const int64_t keys = std::min(kKeyBlock, len - j0);
+    // The key block: K rows (for dq) and Kᵀ, Vᵀ (for the scores), zero-padded.
+    std::fill(sc.kt.data(), sc.kt.data() + dp * kKeyBlock, 0.0f);
+    std::fill(sc.vt.data(), sc.vt.data() + dp * kKeyBlock, 0.0f);
+    std::fill(sc.kb.data(), sc.kb.data() + kKeyBlock * dp, 0.0f);
+    std::fill(sc.dk.data(), sc.dk.data() + kKeyBlock * dp, 0.0f);
+    std::fill(sc.dv.data(), sc.dv.data() + kKeyBlock * dp, 0.0f);
+    for (int64_t c = 0; c < keys; ++c) {
+      const float* kr = a.k + ((start + j0 + c) * kv + g) * d;
+      const float* vr = a.v + ((start + j0 + c) * kv + g) * d;
+      std::copy(kr, kr + d, sc.kb.data() + c * dp);
+      for (int64_t p = 0; p < d; ++p) {
+        sc.kt[p * kKeyBlock + c] = kr[p];
+        sc.vt[p * kKeyBlock + c] = vr[p];
+      }
+    }
+    // Query rows of tokens j0 … len-1, a row block at a time.
+    for (int64_t r0 = j0 * group; r0 < rows; r0 += kRowBlock) {
+      const int64_t n = std::min(kRowBlock, rows - r0);
+      float* s = sc.s.data();
+      float* ds = sc.dp.data();
+      // s = q·kᵀ and dp = dOut·vᵀ: [n, kKeyBlock] each.
+      block_product(BlockProduct{n, d, kKeyBlock, sc.q.data() + r0 * dp, dp, 1, sc.kt.data(), kKeyBlock, s,
+                                 kKeyBlock, true});
+      block_product(BlockProduct{n, d, kKeyBlock, sc.d_out.data() + r0 * dp, dp, 1, sc.vt.data(), kKeyBlock, ds,
+                                 kKeyBlock, true});
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t token = (r0 + r) / group;  // within the sequence
+        const int limit = static_cast<int>(std::min(keys, token - j0 + 1));
+        attn::block_softmax_grad(s + r * kKeyBlock, ds + r * kKeyBlock, kKeyBlock, limit, sc.lse[r0 + r],
+                                 sc.delta[r0 + r], scale);
+      }
+      // dv[c] += Σ_r p[r, c] · dOut_r,  dk[c] += Σ_r ds[r, c] · q_r,  dq_r += Σ_c ds[r, c] · k_c.
+      block_product(BlockProduct{kKeyBlock, n, dp, s, 1, kKeyBlock, sc.d_out.data() + r0 * dp, dp, sc.dv.data(),
+                                 dp, false});
+      block_product(BlockProduct{kKeyBlock, n, dp, ds, 1, kKeyBlock, sc.q.data() + r0 * dp, dp, sc.dk.data(), dp,
+                                 false});
+      block_product(BlockProduct{n, kKeyBlock, dp, ds, kKeyBlock, 1, sc.kb.data(), dp, sc.dq.data() + r0 * dp, dp,
+                                 false});
+    }
+    for (int64_t c = 0; c < keys; ++c) {
+      const int64_t at = ((start + j0 + c) * kv + g) * d;
+      std::copy(sc.dk.data() + c * dp, sc.dk.data() + c * dp + d, a.dk + at);
+      std::copy(sc.dv.data() + c * dp, sc.dv.data() + c * dp + d, a.dv + at);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = (start + r / group) * heads + g * group + r % group;
+    std::copy(sc.dq.data() + r * dp, sc.dq.data() + r * dp + d, a.dq + row * d);
+  }
+}
+
+}  // namespace
+
 void attention_backward(const AttentionHeads& h, int64_t n_tokens, const int32_t* seq_starts, int64_t num_seqs,
                         const float* q, const float* k, const float* v, const float* out, const float* lse,
                         const float* d_out, float* dq, float* dk, float* dv) {
-  const int64_t heads = h.num_heads, kv = h.num_kv_heads, d = h.head_dim, group = heads / kv;
-  const float scale = h.scale;
-
-  // delta [n_tokens, heads] = rowsum(dOut ⊙ out), the softmax-gradient correction.
-  thread_local std::vector<float> delta_buffer;
-  const size_t rows = static_cast<size_t>(n_tokens * heads);
-  if (delta_buffer.size() < rows) delta_buffer.resize(rows);
-  float* delta = delta_buffer.data();
-  parallel_for(n_tokens * heads, grain_for(n_tokens * heads), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) delta[r] = dot(d_out + r * d, out + r * d, d);
-  });
-
-  // Two race-free passes, each parallel over (token, kv head). Pass 1 owns dq rows:
-  //   dq_i = Σ_{j ≤ i} ds_ij · k_j
-  const int64_t tasks = n_tokens * kv;
-  parallel_for(tasks, fine_grain(tasks), [&](int64_t t0, int64_t t1) {
-    Scratch& sc = scratch(group);
-    float* s = sc.a.data();        // [group, kTile]: q·k, then p
-    float* dp = sc.b.data();       // [group, kTile]: dOut·v, then ds
-    float* lse_t = sc.c.data();    // [group, kTile]: the row's lse, repeated
-    float* delta_t = sc.d.data();  // [group, kTile]: the row's delta, repeated
-    const float* kp[kTile];
-    const float* vp[kTile];
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t i = task / kv, g = task % kv;
-      const int64_t start = seq_starts[seq_index(seq_starts, num_seqs, i)];
-      const int64_t row = i * heads + g * group;  // first query head of the group
-      std::fill(dq + row * d, dq + (row + group) * d, 0.0f);
-      for (int64_t hh = 0; hh < group; ++hh) {
-        std::fill(lse_t + hh * kTile, lse_t + (hh + 1) * kTile, lse[row + hh]);
-        std::fill(delta_t + hh * kTile, delta_t + (hh + 1) * kTile, delta[row + hh]);
-      }
-      PackedCursor cursor{(start * kv + g) * d, kv * d};
-      const int64_t count = i - start + 1;
-      for (int64_t first = 0; first < count; first += kTile) {
-        const int n = gather_tile(cursor, k, v, count - first, kp, vp);
-        const int padded = pad_tile(kp, n);
-        pad_tile(vp, n);
-        // Phases over the group's heads, as in attend_group.
-        for (int64_t hh = 0; hh < group; ++hh) {
-          for (int t = 0; t < padded; t += 8) {
-            dot8(q + (row + hh) * d, kp + t, d, s + hh * kTile + t);
-            dot8(d_out + (row + hh) * d, vp + t, d, dp + hh * kTile + t);
-          }
-        }
-        for (int64_t hh = 0; hh < group; ++hh) {
-          const int64_t o = hh * kTile;
-          softmax_grad(s + o, dp + o, lse_t + o, delta_t + o, padded, scale);
-        }
-        for (int64_t hh = 0; hh < group; ++hh) accumulate(dp + hh * kTile, kp, n, d, 1.0f, dq + (row + hh) * d);
-      }
-    }
-  });
-
-  // Pass 2 owns dk and dv rows of key j, summed over the query rows i ≥ j of its
-  // sequence and the query heads of its kv group:
-  //   dk_j = Σ ds_ij · q_i,   dv_j = Σ p_ij · dOut_i
-  parallel_for(tasks, fine_grain(tasks), [&](int64_t t0, int64_t t1) {
-    Scratch& sc = scratch(1);
-    float* s = sc.a.data();
-    float* dp = sc.b.data();
-    float* lse_t = sc.c.data();
-    float* delta_t = sc.d.data();
-    const float* qp[kTile];
-    const float* gp[kTile];  // dOut rows
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t j = task / kv, g = task % kv;
-      const int64_t end = seq_starts[seq_index(seq_starts, num_seqs, j) + 1];
-      const int64_t at = (j * kv + g) * d;
-      float* dkj = dk + at;
-      float* dvj = dv + at;
-      std::fill(dkj, dkj + d, 0.0f);
-      std::fill(dvj, dvj + d, 0.0f);
-      const int64_t count = (end - j) * group;  // (query row, head) pairs
-      int64_t i = j, hh = 0;
-      for (int64_t first = 0; first < count; first += kTile) {
-        const int n = static_cast<int>(std::min<int64_t>(kTile, count - first));
-        for (int t = 0; t < n; ++t) {
-          const int64_t r = i * heads + g * group + hh;
-          qp[t] = q + r * d;
-          gp[t] = d_out + r * d;
-          lse_t[t] = lse[r];
-          delta_t[t] = delta[r];
-          if (++hh == group) {
-            hh = 0;
-            ++i;
-          }
-        }
-        const int padded = pad_tile(qp, n);
-        pad_tile(gp, n);
-        for (int t = n; t < padded; ++t) lse_t[t] = delta_t[t] = 0.0f;
-        for (int t = 0; t < padded; t += 8) {
-          dot8(k + at, qp + t, d, s + t);
-          dot8(v + at, gp + t, d, dp + t);
-        }
-        softmax_grad(s, dp, lse_t, delta_t, padded, scale);
-        accumulate(s, gp, n, d, 1.0f, dvj);
-        accumulate(dp, qp, n, d, 1.0f, dkj);
-      }
+  (void)n_tokens;
+  const int64_t kv = h.num_kv_heads;
+  // One task per (sequence, kv head), longest sequences first so the pool's last
+  // tasks are short. Each task owns its rows of dq, dk and dv and sums them in a
+  // fixed order: the result does not depend on the threads.
+  std::vector<int64_t> order(static_cast<size_t>(num_seqs));
+  for (int64_t s = 0; s < num_seqs; ++s) order[static_cast<size_t>(s)] = s;
+  const auto len = [&](int64_t s) { return seq_starts[s + 1] - seq_starts[s]; };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return len(x) > len(y); });
+  const BackwardArgs args{h, q, k, v, out, lse, d_out, dq, dk, dv};
+  parallel_for(num_seqs * kv, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t s = order[static_cast<size_t>(t / kv)];
+      if (len(s) > 0) backward_task(args, seq_starts[s], seq_starts[s + 1], t % kv);
     }
   });
 }

@@ -1,6 +1,6 @@
 // The GEMM as built: decode-sized x·Wᵀ by our dot tiles (gemm_dot.cc), the rest by
-// OpenBLAS on our thread pool when the addon has it, else by our packed kernel
-// (gemm_packed.cc).
+// OpenBLAS on our thread pool when the addon has it (and OpenBLAS knows this
+// CPU), else by our packed kernel (gemm_packed.cc).
 #include "gemm.h"
 
 #include "gemm_parts.h"
@@ -10,6 +10,8 @@
 
 #ifdef OT_HAVE_CBLAS
 #include <cblas.h>
+
+#include <string>
 #endif
 
 namespace ot {
@@ -53,6 +55,24 @@ void gemm_blas_on_pool(const GemmArgs& g) {
     cblas(part);
   });
 }
+
+/**
+ * Whether OpenBLAS runs kernels made for this CPU. A DYNAMIC_ARCH OpenBLAS older
+ * than the CPU (Debian's 0.3.21 on Emerald Rapids, say) falls back to its SSE3
+ * "Prescott" kernels, 4-5× slower than ours; then the op takes ours instead.
+ */
+bool blas_is_current() {
+  static const bool current = [] {
+    const std::string core = openblas_get_corename();
+    for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge",
+                            "Barcelona", "Opteron", "Opteron_SSE3", "Bobcat", "Bulldozer", "Piledriver",
+                            "Steamroller", "Nano", "Katmai", "Coppermine", "Northwood", "Banias"}) {
+      if (core == old) return false;
+    }
+    return true;
+  }();
+  return current;
+}
 #endif
 
 }  // namespace
@@ -82,15 +102,22 @@ void gemm(const GemmArgs& g) {
   // Our dot tiles beat OpenBLAS on decode-sized x·Wᵀ (see BENCHMARKS.md).
   if (!g.trans_a && g.trans_b && g.m <= kSmallM && g.alpha != 0.0f) return gemm_nt_small(g);
 #ifdef OT_HAVE_CBLAS
-  gemm_blas_on_pool(g);
-#else
-  gemm_own(g);
+  if (blas_is_current()) return gemm_blas_on_pool(g);
 #endif
+  gemm_own(g);
 }
 
 const char* blas_name() {
 #ifdef OT_HAVE_CBLAS
   return "openblas";
+#else
+  return nullptr;
+#endif
+}
+
+const char* blas_core() {
+#ifdef OT_HAVE_CBLAS
+  return openblas_get_corename();
 #else
   return nullptr;
 #endif

@@ -39,10 +39,36 @@ void gemm_own(const GemmArgs& g);
  * batch. Only the NT layout; the packed kernel (gemm_packed.cc), at every m.
  */
 void gemm_rows(const GemmArgs& g);
+/**
+ * A frozen weight W [n, k] packed once for x·Wᵀ: NR-column panels (NR: the active
+ * instruction set's tile width), each [k × NR] k-major and zero-padded, panel
+ * after panel. gemm_prepacked over it gives gemm_rows' bits, without packing W.
+ */
+int packed_weight_nr();
+int64_t packed_weight_floats(int64_t n, int64_t k);
+void pack_weight(const float* w, int64_t n, int64_t k, float* out);
+/** y[m, n] (+)= x[m, k] · Wᵀ with W from pack_weight: batch-invariant, as gemm_rows. */
+void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float* x, const float* packed, bool accumulate,
+                    float* y);
+/**
+ * The same for a bf16 weight: the panels hold bf16 pairs (slot 2l: column l,
+ * slot 2l + 1: column l + NR/2, so one 32-bit lane widens exactly into both
+ * halves of a panel row). Same floats(n, k) count of elements; the product's
+ * bits equal gemm_prepacked over the widened weight.
+ */
+void pack_weight_bf16(const uint16_t* w, int64_t n, int64_t k, uint16_t* out);
+void gemm_prepacked_bf16(int64_t m, int64_t n, int64_t k, const float* x, const uint16_t* packed, bool accumulate,
+                         float* y);
 /** cblas_sgemm; returns false when the addon was built without a BLAS. */
 bool gemm_blas(const GemmArgs& g);
 /** "openblas <version>" or nullptr. */
 const char* blas_name();
+/**
+ * The kernel set OpenBLAS chose for this CPU ("Haswell", "SkylakeX", … or a
+ * fallback such as "Prescott" for a CPU it does not know; OPENBLAS_CORETYPE
+ * overrides it), or nullptr without OpenBLAS.
+ */
+const char* blas_core();
 /** The instruction set the own kernels run on: "avx512", "avx2+fma" or "scalar" (see isa.h). */
 const char* simd_name();
 

@@ -44,7 +44,54 @@ void Gemm(const Args& a) {
   }
 }
 
-constexpr Op kOps[] = {{"gemm", 11, Gemm}};
+/** Whether argument i is a Uint16Array (bf16 bits) rather than a Float32Array. */
+bool is_bf16(const Args& a, size_t i) { return is_typed_array(a.info[i], napi_uint16_array); }
+
+const uint16_t* bf16_arg(const Args& a, size_t i, const char* name, int64_t length) {
+  return a.typed<uint16_t, napi_uint16_array>(i, name, "Uint16Array (bfloat16 bits)", length);
+}
+
+void check_nr(const Args& a, int64_t nr, const char* why) {
+  if (nr != packed_weight_nr()) {
+    throw_range(a.env(), a.op, "nr",
+                "must be " + std::to_string(packed_weight_nr()) + " (" + why + "), got " + std::to_string(nr));
+  }
+}
+
+// packWeight(w, n, k, nr, out): W [n, k] into out [packed_weight_floats(n, k)], panels of nr columns;
+//   w and out both Float32Array, or both Uint16Array (bf16 bits). nr must be the active instruction
+//   set's (info().packedNr): a pack is for this process's path.
+void PackWeight(const Args& a) {
+  const int64_t n = a.dim(1, "n", 0, kMaxDim);
+  const int64_t k = a.dim(2, "k", 0, kMaxDim);
+  check_nr(a, a.dim(3, "nr"), "the active instruction set's panel width");
+  if (is_bf16(a, 0)) {
+    const uint16_t* w = bf16_arg(a, 0, "w", n * k);
+    auto* out = const_cast<uint16_t*>(bf16_arg(a, 4, "out", packed_weight_floats(n, k)));
+    return pack_weight_bf16(w, n, k, out);
+  }
+  const float* w = a.f32(0, "w", n * k);
+  float* out = a.f32(4, "out", packed_weight_floats(n, k));
+  pack_weight(w, n, k, out);
+}
+
+// linearPacked(x, packed, y, m, n, k, nr, accumulate): y[m, n] (+)= x[m, k] · Wᵀ, W from packWeight
+//   (f32 or bf16 panels).
+void LinearPacked(const Args& a) {
+  const int64_t m = a.dim(3, "rows", 0, kMaxDim);
+  const int64_t n = a.dim(4, "dOut", 0, kMaxDim);
+  const int64_t k = a.dim(5, "dIn", 0, kMaxDim);
+  check_nr(a, a.dim(6, "nr"), "the weight was packed for another instruction set");
+  const float* x = a.f32(0, "x", m * k);
+  float* y = a.f32(2, "y", m * n);
+  const bool accumulate = a.boolean(7, "accumulate");
+  if (is_bf16(a, 1)) {
+    return gemm_prepacked_bf16(m, n, k, x, bf16_arg(a, 1, "packed", packed_weight_floats(n, k)), accumulate, y);
+  }
+  gemm_prepacked(m, n, k, x, a.f32(1, "packed", packed_weight_floats(n, k)), accumulate, y);
+}
+
+constexpr Op kOps[] = {{"gemm", 11, Gemm}, {"packWeight", 5, PackWeight}, {"linearPacked", 8, LinearPacked}};
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "simd.h"
 
@@ -27,6 +28,7 @@ struct TileArgs {
   int64_t kc;      // the K block's length
   const float* a;  // packed A: kc steps of MR floats (rows ≥ R unused)
   const float* b;  // packed B: kc steps of NR floats (columns ≥ cols are zero)
+  const uint16_t* b16;  // or packed bf16 B (pack_weight_bf16's pairs), when the tile reads bf16
   int64_t panel_stride;  // floats from one packed B panel to the next (wide tiles)
   float* c;
   int64_t ldc;
@@ -51,9 +53,11 @@ constexpr int kAvx2NR = 16;
 
 /**
  * R rows × P panels (P·16 columns; P > 1 keeps 8 sums in flight when R is small,
- * so the FMA latency does not bound a decode-sized product).
+ * so the FMA latency does not bound a decode-sized product). Bf16: B is bf16
+ * pairs (column c and c + 8 in one 32-bit lane), widened exactly by a shift and
+ * a mask into the same two vectors an f32 panel gives, so the sums are the same.
  */
-template <int R, int P>
+template <int R, int P, bool Bf16 = false>
 void tile_avx2(const TileArgs& t) {
   __m256 acc[P][2][R];
 #pragma GCC unroll 16
@@ -62,15 +66,23 @@ void tile_avx2(const TileArgs& t) {
     for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm256_setzero_ps();
   const float* ap = t.a;
   const float* bp = t.b;
+  const uint16_t* bp16 = t.b16;
   const int64_t kc = t.kc;  // locals: the stores below could alias t
   const int64_t panel = t.panel_stride;
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     __m256 b[P][2];
 #pragma GCC unroll 16
     for (int q = 0; q < P; ++q) {
-      b[q][0] = _mm256_loadu_ps(bp + q * panel);
-      b[q][1] = _mm256_loadu_ps(bp + q * panel + 8);
+      if constexpr (Bf16) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp16 + q * panel));
+        b[q][0] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        b[q][1] = _mm256_castsi256_ps(_mm256_and_si256(v, high));
+      } else {
+        b[q][0] = _mm256_loadu_ps(bp + q * panel);
+        b[q][1] = _mm256_loadu_ps(bp + q * panel + 8);
+      }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -82,7 +94,8 @@ void tile_avx2(const TileArgs& t) {
       }
     }
     ap += kAvx2MR;
-    bp += kAvx2NR;
+    if constexpr (Bf16) bp16 += kAvx2NR;
+    else bp += kAvx2NR;
   }
   const __m256 beta = _mm256_set1_ps(t.beta);
   const int64_t ldc = t.ldc;
@@ -119,12 +132,16 @@ constexpr TileFn kAvx2Tiles[kAvx2MR + 1] = {nullptr,         tile_avx2<1, 1>, ti
                                             tile_avx2<4, 1>, tile_avx2<5, 1>, tile_avx2<6, 1>};
 // Rows 1 and 2 over several panels at once: [rows] → {panels, tile}.
 constexpr WideTile kAvx2Wide[3] = {{1, nullptr}, {4, tile_avx2<1, 4>}, {2, tile_avx2<2, 2>}};
+constexpr TileFn kAvx2Bf16Tiles[kAvx2MR + 1] = {
+    nullptr, tile_avx2<1, 1, true>, tile_avx2<2, 1, true>, tile_avx2<3, 1, true>,
+    tile_avx2<4, 1, true>, tile_avx2<5, 1, true>, tile_avx2<6, 1, true>};
+constexpr WideTile kAvx2Bf16Wide[3] = {{1, nullptr}, {4, tile_avx2<1, 4, true>}, {2, tile_avx2<2, 2, true>}};
 
 constexpr int kAvx512MR = 12;
 constexpr int kAvx512NR = 32;
 
-/** R rows × P panels (P·32 columns), as tile_avx2. */
-template <int R, int P>
+/** R rows × P panels (P·32 columns), as tile_avx2 (bf16 pairs: column c and c + 16). */
+template <int R, int P, bool Bf16 = false>
 OT_TARGET_AVX512 void tile_avx512(const TileArgs& t) {
   __m512 acc[P][2][R];
 #pragma GCC unroll 16
@@ -133,15 +150,23 @@ OT_TARGET_AVX512 void tile_avx512(const TileArgs& t) {
     for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm512_setzero_ps();
   const float* ap = t.a;
   const float* bp = t.b;
+  const uint16_t* bp16 = t.b16;
   const int64_t kc = t.kc;
   const int64_t panel = t.panel_stride;
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     __m512 b[P][2];
 #pragma GCC unroll 16
     for (int q = 0; q < P; ++q) {
-      b[q][0] = _mm512_loadu_ps(bp + q * panel);
-      b[q][1] = _mm512_loadu_ps(bp + q * panel + 16);
+      if constexpr (Bf16) {
+        const __m512i v = _mm512_loadu_si512(bp16 + q * panel);
+        b[q][0] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+        b[q][1] = _mm512_castsi512_ps(_mm512_and_si512(v, high));
+      } else {
+        b[q][0] = _mm512_loadu_ps(bp + q * panel);
+        b[q][1] = _mm512_loadu_ps(bp + q * panel + 16);
+      }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -153,7 +178,8 @@ OT_TARGET_AVX512 void tile_avx512(const TileArgs& t) {
       }
     }
     ap += kAvx512MR;
-    bp += kAvx512NR;
+    if constexpr (Bf16) bp16 += kAvx512NR;
+    else bp += kAvx512NR;
   }
   const __m512 beta = _mm512_set1_ps(t.beta);
   const int64_t ldc = t.ldc;
@@ -185,17 +211,45 @@ constexpr TileFn kAvx512Tiles[kAvx512MR + 1] = {
     tile_avx512<5, 1>,  tile_avx512<6, 1>,  tile_avx512<7, 1>,  tile_avx512<8, 1>, tile_avx512<9, 1>,
     tile_avx512<10, 1>, tile_avx512<11, 1>, tile_avx512<12, 1>};
 constexpr WideTile kAvx512Wide[3] = {{1, nullptr}, {4, tile_avx512<1, 4>}, {2, tile_avx512<2, 2>}};
+constexpr TileFn kAvx512Bf16Tiles[kAvx512MR + 1] = {
+    nullptr,
+    tile_avx512<1, 1, true>,
+    tile_avx512<2, 1, true>,
+    tile_avx512<3, 1, true>,
+    tile_avx512<4, 1, true>,
+    tile_avx512<5, 1, true>,
+    tile_avx512<6, 1, true>,
+    tile_avx512<7, 1, true>,
+    tile_avx512<8, 1, true>,
+    tile_avx512<9, 1, true>,
+    tile_avx512<10, 1, true>,
+    tile_avx512<11, 1, true>,
+    tile_avx512<12, 1, true>};
+constexpr WideTile kAvx512Bf16Wide[3] = {
+    {1, nullptr}, {4, tile_avx512<1, 4, true>}, {2, tile_avx512<2, 2, true>}};
 #else
 // Not x86-64: a portable tile with the same order of operations.
 constexpr int kPortableMR = 4;
 constexpr int kPortableNR = 16;
 
-template <int R>
+/** bf16 pair slot j of a 16-column panel row: column j/2 (even j) or j/2 + 8 (odd j), as the x86 tiles read them. */
+inline float portable_bf16(const uint16_t* row, int column) {
+  const int slot = column < kPortableNR / 2 ? 2 * column : 2 * (column - kPortableNR / 2) + 1;
+  const uint32_t bits = static_cast<uint32_t>(row[slot]) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+template <int R, bool Bf16 = false>
 void tile_portable(const TileArgs& t) {
   float acc[R][kPortableNR] = {};
   for (int64_t p = 0; p < t.kc; ++p) {
     for (int r = 0; r < R; ++r)
-      for (int j = 0; j < kPortableNR; ++j) acc[r][j] = std::fma(t.a[p * kPortableMR + r], t.b[p * kPortableNR + j], acc[r][j]);
+      for (int j = 0; j < kPortableNR; ++j) {
+        const float b = Bf16 ? portable_bf16(t.b16 + p * kPortableNR, j) : t.b[p * kPortableNR + j];
+        acc[r][j] = std::fma(t.a[p * kPortableMR + r], b, acc[r][j]);
+      }
   }
   for (int r = 0; r < R; ++r) {
     float* row = t.c + r * t.ldc;
@@ -210,6 +264,8 @@ void tile_portable(const TileArgs& t) {
 constexpr TileFn kPortableTiles[kPortableMR + 1] = {nullptr, tile_portable<1>, tile_portable<2>, tile_portable<3>,
                                                     tile_portable<4>};
 constexpr WideTile kPortableWide[3] = {{1, nullptr}, {1, nullptr}, {1, nullptr}};
+constexpr TileFn kPortableBf16Tiles[kPortableMR + 1] = {nullptr, tile_portable<1, true>, tile_portable<2, true>,
+                                                        tile_portable<3, true>, tile_portable<4, true>};
 #endif
 
 }  // namespace

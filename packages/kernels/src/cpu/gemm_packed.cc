@@ -5,6 +5,14 @@
 // (gemm_microkernel.h) over them. K blocks have a fixed length (KC) and are taken
 // in order, so C[i, j]'s sum does not depend on m, on the tasks or on the threads:
 // the product is batch-invariant and deterministic, on either instruction set.
+// A frozen weight can be packed once (pack_weight) into the same panels, K block
+// after K block, so a decode step does not repack it: the same sums, no packing.
+// GCC 12 warns falsely inside its own AVX-512 intrinsics (their _mm512_undefined_*
+// placeholders) when AVX-512 comes from a target attribute rather than -march
+// (GCC bug 105593); set before the headers, so it covers their code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <vector>
 
@@ -30,22 +38,23 @@ constexpr int64_t kChunkCols = 192;
 // Rows of A per task at most: a [kTaskRows × KC] block (512 KiB) in L2.
 constexpr int64_t kTaskRows = 512;
 
-/** One instruction set's tile: its shape and its functions by row count (1..MR). */
+/** One instruction set's tile: its shape and its functions by row count (1..MR), for f32 and bf16 B. */
 struct Kernel {
   int mr, nr;
   const TileFn* tiles;
   const gemm_tile::WideTile* wide;  // [rows] for rows 1 and 2
+  const TileFn* bf16_tiles;
+  const gemm_tile::WideTile* bf16_wide;
 };
 
 Kernel kernel_for(Isa isa) {
+  using namespace gemm_tile;
 #ifdef OT_AVX2
-  if (isa == Isa::Avx512) {
-    return {gemm_tile::kAvx512MR, gemm_tile::kAvx512NR, gemm_tile::kAvx512Tiles, gemm_tile::kAvx512Wide};
-  }
-  return {gemm_tile::kAvx2MR, gemm_tile::kAvx2NR, gemm_tile::kAvx2Tiles, gemm_tile::kAvx2Wide};
+  if (isa == Isa::Avx512) return {kAvx512MR, kAvx512NR, kAvx512Tiles, kAvx512Wide, kAvx512Bf16Tiles, kAvx512Bf16Wide};
+  return {kAvx2MR, kAvx2NR, kAvx2Tiles, kAvx2Wide, kAvx2Bf16Tiles, kAvx2Bf16Wide};
 #else
   (void)isa;
-  return {gemm_tile::kPortableMR, gemm_tile::kPortableNR, gemm_tile::kPortableTiles, gemm_tile::kPortableWide};
+  return {kPortableMR, kPortableNR, kPortableTiles, kPortableWide, kPortableBf16Tiles, kPortableWide};
 #endif
 }
 
@@ -154,6 +163,9 @@ struct Plan {
   Kernel kernel;
   int64_t col_tasks, cols_per_task;  // multiple of nr
   int64_t row_tasks, rows_per_task;  // multiple of mr
+  // B already in panels (pack_weight's layout, f32 or bf16), or both nullptr: pack op(B) per call.
+  const float* prepacked;
+  const uint16_t* prepacked16;
 };
 
 /** One task: rows [i0, i1) × columns [j0, j1) of C, every K block in order. */
@@ -173,7 +185,7 @@ void run_task(const Plan& plan, int64_t task) {
   const int64_t chunk = (panels + n_chunks - 1) / n_chunks * nr;
   const int64_t rows = i1 - i0;
   float* ap = scratch(a_buffer, static_cast<size_t>((rows + mr - 1) / mr * mr * std::min(KC, g.k)));
-  float* bp = scratch(b_buffer, static_cast<size_t>(chunk * std::min(KC, g.k)));
+  float* bp = plan.prepacked ? nullptr : scratch(b_buffer, static_cast<size_t>(chunk * std::min(KC, g.k)));
   for (int64_t pc = 0; pc < g.k; pc += KC) {
     const int64_t kc = std::min(KC, g.k - pc);
     const Store store = pc > 0 || g.beta == 1.0f ? Store::Accumulate
@@ -182,33 +194,53 @@ void run_task(const Plan& plan, int64_t task) {
     pack_a(g, mr, i0, rows, pc, kc, ap);
     for (int64_t jc = j0; jc < j1; jc += chunk) {
       const int64_t cols = std::min(chunk, j1 - jc);
-      pack_b(g, nr, jc, cols, pc, kc, bp);
+      // The chunk's first panel for this K block (f32 or bf16), and the elements from one panel to the next.
+      const float* panels = bp;
+      const uint16_t* panels16 = nullptr;
+      int64_t stride = nr * kc;
+      const int64_t at = (jc / nr) * nr * g.k + pc * nr;
+      if (plan.prepacked) {
+        panels = plan.prepacked + at;
+        stride = nr * g.k;
+      } else if (plan.prepacked16) {
+        panels = nullptr;
+        panels16 = plan.prepacked16 + at;
+        stride = nr * g.k;
+      } else {
+        pack_b(g, nr, jc, cols, pc, kc, bp);
+      }
+      const TileFn* tiles = panels16 ? plan.kernel.bf16_tiles : plan.kernel.tiles;
+      const gemm_tile::WideTile* wides = panels16 ? plan.kernel.bf16_wide : plan.kernel.wide;
+      const auto args = [&](int64_t ir, int64_t jr, int n_cols) {
+        const int64_t offset = jr / nr * stride;
+        return TileArgs{kc,
+                        ap + ir * kc,
+                        panels ? panels + offset : nullptr,
+                        panels16 ? panels16 + offset : nullptr,
+                        stride,
+                        g.c + (i0 + ir) * g.ldc + jc + jr,
+                        g.ldc,
+                        n_cols,
+                        store,
+                        g.beta};
+      };
       for (int64_t ir = 0; ir < rows; ir += mr) {
         const int r = static_cast<int>(std::min<int64_t>(mr, rows - ir));
-        float* c = g.c + (i0 + ir) * g.ldc + jc;
         int64_t jr = 0;
-        if (r <= 2 && plan.kernel.wide[r].fn) {
-          const gemm_tile::WideTile wide = plan.kernel.wide[r];
+        if (r <= 2 && wides[r].fn) {
+          const gemm_tile::WideTile wide = wides[r];
           const int64_t span = wide.panels * nr;
-          for (; jr + span <= cols; jr += span) {
-            wide.fn(TileArgs{kc, ap + ir * kc, bp + jr * kc, nr * kc, c + jr, g.ldc, static_cast<int>(span), store, g.beta});
-          }
+          for (; jr + span <= cols; jr += span) wide.fn(args(ir, jr, static_cast<int>(span)));
         }
-        const TileFn tile = plan.kernel.tiles[r];
-        for (; jr < cols; jr += nr) {
-          const int n_cols = static_cast<int>(std::min<int64_t>(nr, cols - jr));
-          tile(TileArgs{kc, ap + ir * kc, bp + jr * kc, nr * kc, c + jr, g.ldc, n_cols, store, g.beta});
-        }
+        const TileFn tile = tiles[r];
+        for (; jr < cols; jr += nr) tile(args(ir, jr, static_cast<int>(std::min<int64_t>(nr, cols - jr))));
       }
     }
   }
 }
 
-}  // namespace
-
-void gemm_packed(const GemmArgs& g) {
-  if (g.m == 0 || g.n == 0) return;
-  if (g.k == 0 || g.alpha == 0.0f) return gemm_scale_c(g);
+/** The product over B packed per call (prepacked both null) or once (pack_weight's layouts). */
+void run_packed(const GemmArgs& g, const float* prepacked, const uint16_t* prepacked16) {
   const Kernel kernel = kernel_for(active_isa());
   const int64_t threads = num_threads();
   // About two tasks per thread (a loaded core then delays less), split over the
@@ -221,7 +253,7 @@ void gemm_packed(const GemmArgs& g) {
   const int64_t min_row_tasks = (g.m + kTaskRows - 1) / kTaskRows;
   const int64_t col_tasks = std::min(panels, (want + min_row_tasks - 1) / min_row_tasks);
   const int64_t row_tasks = std::min(row_panels, std::max(min_row_tasks, (want + col_tasks - 1) / col_tasks));
-  Plan plan{&g, kernel, 0, 0, 0, 0};
+  Plan plan{&g, kernel, 0, 0, 0, 0, prepacked, prepacked16};
   plan.cols_per_task = (panels + col_tasks - 1) / col_tasks * kernel.nr;
   plan.col_tasks = (g.n + plan.cols_per_task - 1) / plan.cols_per_task;
   plan.rows_per_task = (row_panels + row_tasks - 1) / row_tasks * kernel.mr;
@@ -229,6 +261,69 @@ void gemm_packed(const GemmArgs& g) {
   parallel_for(plan.col_tasks * plan.row_tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) run_task(plan, t);
   });
+}
+
+}  // namespace
+
+void gemm_packed(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0 || g.alpha == 0.0f) return gemm_scale_c(g);
+  run_packed(g, nullptr, nullptr);
+}
+
+int packed_weight_nr() { return kernel_for(active_isa()).nr; }
+
+int64_t packed_weight_floats(int64_t n, int64_t k) {
+  const int64_t nr = packed_weight_nr();
+  return (n + nr - 1) / nr * nr * k;
+}
+
+void pack_weight(const float* w, int64_t n, int64_t k, float* out) {
+  const int nr = packed_weight_nr();
+  GemmArgs g = gemm_args(false, true, 0, n, k, 1.0f, nullptr, 0, w, k, 0.0f, nullptr, 0);
+  const int64_t panels = (n + nr - 1) / nr;
+  parallel_for(panels, grain_for(panels), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t cols = std::min<int64_t>(nr, n - p * nr);
+      for (int64_t pc = 0; pc < k; pc += KC) {
+        pack_b_rows(g, nr, p * nr, cols, pc, std::min(KC, k - pc), out + p * nr * k + pc * nr);
+      }
+    }
+  });
+}
+
+void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float* x, const float* packed, bool accumulate,
+                    float* y) {
+  if (m == 0 || n == 0) return;
+  const GemmArgs g = gemm_args(false, true, m, n, k, 1.0f, x, k, nullptr, k, accumulate ? 1.0f : 0.0f, y, n);
+  if (k == 0) return gemm_scale_c(g);
+  run_packed(g, packed, nullptr);
+}
+
+void pack_weight_bf16(const uint16_t* w, int64_t n, int64_t k, uint16_t* out) {
+  const int64_t nr = packed_weight_nr(), half = nr / 2;
+  const int64_t panels = (n + nr - 1) / nr;
+  parallel_for(panels, grain_for(panels), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      uint16_t* panel = out + p * nr * k;
+      // Slot 2l of a row holds column l, slot 2l + 1 column l + nr/2: one 32-bit lane
+      // widens (shift, mask) into the two halves of the panel's row.
+      for (int64_t c = 0; c < nr; ++c) {
+        const int64_t j = p * nr + c;
+        const int64_t slot = c < half ? 2 * c : 2 * (c - half) + 1;
+        const uint16_t* src = j < n ? w + j * k : nullptr;
+        for (int64_t q = 0; q < k; ++q) panel[q * nr + slot] = src ? src[q] : 0;
+      }
+    }
+  });
+}
+
+void gemm_prepacked_bf16(int64_t m, int64_t n, int64_t k, const float* x, const uint16_t* packed, bool accumulate,
+                         float* y) {
+  if (m == 0 || n == 0) return;
+  const GemmArgs g = gemm_args(false, true, m, n, k, 1.0f, x, k, nullptr, k, accumulate ? 1.0f : 0.0f, y, n);
+  if (k == 0) return gemm_scale_c(g);
+  run_packed(g, nullptr, packed);
 }
 
 void gemm_own(const GemmArgs& g) {

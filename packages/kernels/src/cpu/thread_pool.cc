@@ -1,6 +1,7 @@
 #include "thread_pool.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -16,12 +17,32 @@
 namespace ot {
 namespace {
 
-// Workers spin this many pauses (tens of microseconds) before sleeping, so that
-// back-to-back small ops (a decode step's layers) do not pay a wake-up each.
-constexpr int kSpinIterations = 20000;
+// How long an idle thread spins before it sleeps, so that back-to-back small ops
+// (a decode step's layers) do not pay a wake-up each. Timed rather than counted:
+// a pause lasts 10 to 140 cycles depending on the CPU.
+constexpr auto kSpin = std::chrono::microseconds(100);
 
 thread_local bool t_in_pool = false;
 
+/** Spins on `ready` for up to kSpin, then sleeps on `cv` (under `mutex`) until it holds. */
+template <typename Ready>
+void spin_then_wait(std::mutex& mutex, std::condition_variable& cv, Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0; !ready(); ++i) {
+    OT_PAUSE();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) {
+      std::unique_lock<std::mutex> lock(mutex);
+      cv.wait(lock, ready);
+      return;
+    }
+  }
+}
+
+// A job's chunks go to whichever threads claim them: the caller works too, and
+// it waits only for the chunks to be done, never for a worker to show up. On
+// cores shared with other processes a worker may not run for a whole time
+// slice; then the caller (or another worker) does its share instead of waiting
+// for it. A worker that wakes late finds the job closed and touches nothing.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads) { start(threads); }
@@ -50,22 +71,25 @@ class ThreadPool {
     grain_ = grain;
     chunks_ = chunks;
     next_.store(0, std::memory_order_relaxed);
-    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    done_chunks_.store(0, std::memory_order_relaxed);
+    uint64_t generation;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      generation_.fetch_add(1, std::memory_order_release);
+      generation = generation_.load(std::memory_order_relaxed) + 1;
+      open_.store(generation, std::memory_order_seq_cst);
+      generation_.store(generation, std::memory_order_release);
     }
     wake_.notify_all();
     t_in_pool = true;
     work();
     t_in_pool = false;
-    for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-      if (spin < kSpinIterations) {
-        OT_PAUSE();
-      } else {
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
-      }
+    spin_then_wait(mutex_, done_, [&] { return done_chunks_.load(std::memory_order_acquire) == chunks_; });
+    // Close the job, then wait for the workers inside it (they have no chunk left
+    // to claim) to leave before its state is reused.
+    open_.store(0, std::memory_order_seq_cst);
+    for (int i = 0; active_.load(std::memory_order_seq_cst) != 0; ++i) {
+      if (i < 1024) OT_PAUSE();
+      else std::this_thread::yield();  // one was preempted inside: let it run
     }
   }
 
@@ -73,7 +97,7 @@ class ThreadPool {
   void start(int threads) {
     quit_ = false;
     // The generation is read here, not in the new thread: a job posted before the
-    // thread first runs must still count as new to it (else run() waits forever).
+    // thread first runs must still count as new to it (else it would miss it).
     const uint64_t current = generation_.load(std::memory_order_acquire);
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, current] { loop(current); });
   }
@@ -91,32 +115,28 @@ class ThreadPool {
 
   void work() {
     for (;;) {
-      int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
+      const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
       if (c >= chunks_) return;
-      int64_t b = c * grain_;
-      int64_t e = b + grain_ < n_ ? b + grain_ : n_;
+      const int64_t b = c * grain_;
+      const int64_t e = b + grain_ < n_ ? b + grain_ : n_;
       fn_(ctx_, b, e);
+      if (done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_.notify_one();
+      }
     }
   }
 
   void loop(uint64_t seen) {
     t_in_pool = true;
     for (;;) {
-      for (int spin = 0; generation_.load(std::memory_order_acquire) == seen; ++spin) {
-        if (spin < kSpinIterations) {
-          OT_PAUSE();
-        } else {
-          std::unique_lock<std::mutex> lock(mutex_);
-          wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-        }
-      }
+      spin_then_wait(mutex_, wake_, [&] { return generation_.load(std::memory_order_acquire) != seen; });
       seen = generation_.load(std::memory_order_acquire);
       if (quit_) return;
-      work();
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.notify_one();
-      }
+      // Enter the job only while it is open (seq_cst against run()'s close and wait).
+      active_.fetch_add(1, std::memory_order_seq_cst);
+      if (open_.load(std::memory_order_seq_cst) == seen) work();
+      active_.fetch_sub(1, std::memory_order_seq_cst);
     }
   }
 
@@ -125,8 +145,10 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> open_{0};  // the generation of the job still taking workers, 0 when closed
+  std::atomic<int> active_{0};     // workers inside a job
   std::atomic<int64_t> next_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<int64_t> done_chunks_{0};
   bool quit_ = false;
   RangeFn fn_ = nullptr;
   void* ctx_ = nullptr;

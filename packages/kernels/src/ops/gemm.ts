@@ -28,6 +28,17 @@ export type GemmArgs<V = Float32Array> = [
 
 export interface GemmBinding {
   gemm(...args: [...GemmArgs, backend: GemmBackend]): void;
+  packWeight<W extends WeightArray>(w: W, n: number, k: number, nr: number, out: W): void;
+  linearPacked(
+    x: Float32Array,
+    packed: WeightArray,
+    y: Float32Array,
+    rows: number,
+    dOut: number,
+    dIn: number,
+    nr: number,
+    accumulate: boolean,
+  ): void;
 }
 
 export interface GemmOptions {
@@ -108,4 +119,43 @@ export function linearBackwardWeight(
   dOut: number,
 ): void {
   loadNative().gemm(true, false, dOut, dIn, rows, 1, dy, x, 1, dw, "auto");
+}
+
+/**
+ * A frozen weight [dOut, dIn] (f32 or bf16) packed once into the batch-invariant
+ * kernel's panels (of `nr` columns, the instruction set's tile width), so a
+ * decode step multiplies by it without repacking it and reads it as long
+ * sequential streams. For this process only: another instruction set packs
+ * differently. bf16 panels widen exactly as they load.
+ */
+export interface PackedWeight {
+  readonly dOut: number;
+  readonly dIn: number;
+  readonly nr: number;
+  readonly panels: WeightArray;
+}
+
+/** Packs w [dOut, dIn] for linearPacked (a copy in w's dtype: w is left as it is). */
+export function packWeight(w: WeightArray, dOut: number, dIn: number): PackedWeight {
+  const native = loadNative();
+  const nr = native.info().packedNr;
+  const size = Math.ceil(dOut / nr) * nr * dIn;
+  const panels = isBf16(w) ? new Uint16Array(size) : new Float32Array(size);
+  native.packWeight(w, dOut, dIn, nr, panels);
+  return { dOut, dIn, nr, panels };
+}
+
+/**
+ * y[rows, dOut] (+)= x[rows, dIn] · wᵀ over a packed weight: the same bits as
+ * linear(…, "rows") on the unpacked (for bf16: widened) weight, whatever the
+ * number of rows.
+ */
+export function linearPacked(
+  x: Float32Array,
+  w: PackedWeight,
+  y: Float32Array,
+  rows: number,
+  accumulate = false,
+): void {
+  loadNative().linearPacked(x, w.panels, y, rows, w.dOut, w.dIn, w.nr, accumulate);
 }

@@ -1,0 +1,60 @@
+import { linear, linearPacked } from "@opentinker/kernels";
+import { describe, expect, it } from "vitest";
+import { weightAs, widenWeight } from "../model/weight-dtype.ts";
+import { frozenParams } from "../policy/frozen.ts";
+import { Rng } from "../rng.ts";
+import { QWEN25_05B_SHAPE, randomBaseModel } from "../testing/random-model.ts";
+import { withPackedWeights } from "./packed-params.ts";
+
+const CONFIG = {
+  ...QWEN25_05B_SHAPE,
+  hiddenSize: 48,
+  intermediateSize: 80,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 12,
+  vocabSize: 70,
+};
+
+describe("withPackedWeights", () => {
+  it("packs every frozen f32 projection and the tied unembedding once, with the bits of the unpacked product", () => {
+    const base = randomBaseModel(CONFIG, 5);
+    const params = withPackedWeights(frozenParams(base));
+    const again = withPackedWeights(frozenParams(base));
+    const rng = new Rng(2);
+    for (const [l, layer] of params.layers.entries()) {
+      for (const name of ["q", "k", "v", "o", "gate", "up", "down"] as const) {
+        const p = layer[name];
+        expect(p.packed, `layer ${l} ${name}`).toBeDefined();
+        expect(again.layers[l]?.[name].packed).toBe(p.packed); // shared, not packed twice
+        const rows = 3;
+        const x = Float32Array.from({ length: rows * p.dIn }, () => rng.uniform(1));
+        const expected = new Float32Array(rows * p.dOut);
+        linear(x, p.weight, expected, rows, p.dIn, p.dOut, false, "rows");
+        const actual = new Float32Array(rows * p.dOut);
+        if (p.packed) linearPacked(x, p.packed, actual, rows);
+        expect(actual).toEqual(expected);
+      }
+    }
+    expect(params.unembed.packed?.dOut).toBe(CONFIG.vocabSize);
+    expect(params.unembed.weight).toBe(base.weights.embedTokens); // tied: one matrix, one pack
+  });
+
+  it("packs bf16 weights in bf16, with the bits of the f32 product over the widened weight", () => {
+    const base = randomBaseModel(CONFIG, 6);
+    const q = weightAs(base.weights.layers[0]?.qProj as Float32Array, "bf16");
+    const layers = base.weights.layers.map((w, l) => (l === 0 ? { ...w, qProj: q } : w));
+    const params = withPackedWeights(frozenParams({ ...base, weights: { ...base.weights, layers } }));
+    const p = params.layers[0]?.q;
+    if (!p?.packed) throw new Error("layer 0 q is not packed");
+    expect(p.packed.panels).toBeInstanceOf(Uint16Array);
+    const rng = new Rng(3);
+    const x = Float32Array.from({ length: 2 * p.dIn }, () => rng.uniform(1));
+    const expected = new Float32Array(2 * p.dOut);
+    linear(x, widenWeight(q), expected, 2, p.dIn, p.dOut, false, "rows");
+    const actual = new Float32Array(2 * p.dOut);
+    linearPacked(x, p.packed, actual, 2);
+    expect(actual).toEqual(expected);
+  });
+});
