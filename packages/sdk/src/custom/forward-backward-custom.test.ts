@@ -39,7 +39,8 @@ describe("forwardBackwardCustom", () => {
     await (await custom.optimStep({ learningRate: 1e-2 })).result();
     await (await plain.optimStep({ learningRate: 1e-2 })).result();
     const [a, b] = [await logprobsOf(custom), await logprobsOf(plain)];
-    a.forEach((row, i) => row.forEach((v, j) => expect(v).toBeCloseTo(b[i]?.[j] as number, 5)));
+    for (const [i, row] of a.entries())
+      for (const [j, v] of row.entries()) expect(v).toBeCloseTo(b[i]?.[j] as number, 5);
   });
 
   it("lowers a loss of the caller's own over a few steps", async () => {

@@ -218,12 +218,11 @@ function topkMatrices(rows: NonNullable<SampleResponse["topkPromptLogprobs"]>) {
   const k = Math.max(0, ...rows.map((r) => r?.length ?? 0));
   const ids = new Int32Array(rows.length * k);
   const logprobs = new Float32Array(rows.length * k).fill(MASK_LOGPROB);
-  rows.forEach((row, i) =>
-    row?.forEach(([token, logprob], j) => {
+  for (const [i, row] of rows.entries())
+    for (const [j, [token, logprob]] of (row ?? []).entries()) {
       ids[i * k + j] = token;
       logprobs[i * k + j] = logprob;
-    }),
-  );
+    }
   return {
     token_ids: new Uint8Array(ids.buffer),
     logprobs: new Uint8Array(logprobs.buffer),
@@ -247,7 +246,9 @@ export function encodeSampleResponse(response: SampleResponse): Uint8Array {
           ),
         }
       : {}),
-    ...(response.topkPromptLogprobs ? { topk_prompt_logprobs: topkMatrices(response.topkPromptLogprobs) } : {}),
+    ...(response.topkPromptLogprobs
+      ? { topk_prompt_logprobs: topkMatrices(response.topkPromptLogprobs) }
+      : {}),
   });
   return SampleResponseMessage.encode(msg).finish();
 }
