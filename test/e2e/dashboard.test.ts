@@ -20,6 +20,17 @@ afterAll(async () => {
 
 const WAIT = { timeout: 60_000 };
 
+/** A call to the REST API with the demo team's key; anything but 200 fails the test, naming the route. */
+async function post<T = { id: string }>(route: string, body: unknown): Promise<T> {
+  const response = await fetch(`${stack.url}/api/v1${route}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(response.status, `POST ${route}`).toBe(200);
+  return (await response.json()) as T;
+}
+
 describe("dashboard", () => {
   it("trains an RL job from the browser and shows it live, down to the tokens", async () => {
     const { page, problems } = await openPage(browser);
@@ -169,14 +180,6 @@ describe("dashboard", () => {
     await page.getByRole("link", { name: "Back to the overview" }).click();
     await page.getByRole("heading", { name: "Overview" }).waitFor(WAIT);
 
-    const post = async (route: string, body: unknown) => {
-      const response = await fetch(`${stack.url}/api/v1${route}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      return (await response.json()) as { id: string };
-    };
     const adapter = await post("/adapters", { name: "e2e-cancel", baseModel: "tiny-random", rank: 2 });
     const env = await post("/environments", { name: "cancel-env", kind: "BUILTIN", builtin: "arithmetic" });
     const job = await post("/jobs", {
@@ -232,6 +235,12 @@ describe("dashboard", () => {
       await page.getByText(/vision-language base model/).waitFor(WAIT);
       await page.getByLabel("Max tokens").fill("4");
     });
+    await create("kind-calculator", "calculator", async () => {
+      // A tool call is longer than an answer: this environment's own default, not the others' 8.
+      await page.getByText(/Tokens the model may write per turn \(1 to 4096; default: 16\)/).waitFor(WAIT);
+      await page.getByText("default: 0.1)").waitFor(WAIT);
+      await page.getByLabel("Call cost").fill("0.05");
+    });
     await screenshot(page, "environments-every-kind");
     const rows = await stack.t.db.environment.findMany({
       where: { name: { startsWith: "kind-" } },
@@ -240,22 +249,52 @@ describe("dashboard", () => {
     });
     expect(rows).toEqual([
       { name: "kind-arithmetic", builtin: "arithmetic", config: {} },
+      { name: "kind-calculator", builtin: "calculator", config: { callCost: 0.05 } },
       { name: "kind-guess", builtin: "guess-number", config: {} },
       { name: "kind-nim", builtin: "nim", config: { opponent: "optimal", lenient: true } },
       { name: "kind-shapes", builtin: "shapes", config: { maxTokens: 4 } },
     ]);
   }, 120_000);
 
+  it("shows a tool-using job's calls and the tool's replies apart from other tokens", async () => {
+    const env = await post("/environments", { name: "tool-env", kind: "BUILTIN", builtin: "calculator" });
+    const adapter = await post("/adapters", {
+      name: "tool-adapter",
+      baseModel: "opentinker-tool-tiny",
+      rank: 2,
+    });
+    // One group of 16 attempts: the pretrained model calls the tool in about a third of them.
+    const job = await post("/jobs", {
+      kind: "RL",
+      name: "tool-job",
+      adapterId: adapter.id,
+      environmentId: env.id,
+      config: { steps: 1, groupsPerStep: 1, groupSize: 16, dropConstantGroups: false, seed: 3 },
+    });
+    const status = () =>
+      stack.t.db.job
+        .findUniqueOrThrow({ where: { id: job.id }, select: { status: true } })
+        .then((j) => j.status);
+    await expect.poll(status, { timeout: 120_000 }).toBe("SUCCEEDED");
+
+    const { page, problems } = await openPage(browser);
+    await signIn(page, stack.url, stack.demo.email, stack.demo.password);
+    await page.goto(`${stack.url}/jobs/${job.id}/trajectories?step=0`);
+    await page.locator('[data-kind="tool-call"]').first().waitFor(WAIT);
+    const legend = page.getByRole("list", { name: "Legend" });
+    await legend.getByText(/^Tool calls/).waitFor(WAIT);
+    await legend.getByText(/^Tool output/).waitFor(WAIT);
+    const text = async (kind: string) =>
+      (await page.locator(`[data-kind="${kind}"]`).allTextContents()).join("");
+    // A call is the model's `calc …`; the reply is the environment's tool turn holding a number.
+    expect(await text("tool-call")).toMatch(/calc/);
+    expect(await text("tool-output")).toMatch(/tool↵\n-?\d+/);
+    expect(await text("action")).toMatch(/\d/);
+    await screenshot(page, "trajectories-tool-use");
+    expect(problems).toEqual([]);
+  }, 180_000);
+
   it("overlays two jobs' curves on the comparison page, and titles, smooths and zooms a job's charts", async () => {
-    const post = async (route: string, body: unknown) => {
-      const response = await fetch(`${stack.url}/api/v1${route}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      expect(response.status, `POST ${route}`).toBe(200);
-      return (await response.json()) as { id: string };
-    };
     const env = await post("/environments", { name: "compare-env", kind: "BUILTIN", builtin: "arithmetic" });
     const names = ["compare-one", "compare-two"];
     const jobs: { id: string }[] = [];
@@ -391,15 +430,6 @@ describe("dashboard", () => {
   }, 120_000);
 
   it("lists jobs by name, default or given, with environment, progress and duration, sorted by a click on a heading", async () => {
-    const post = async <T = { id: string }>(route: string, body: unknown) => {
-      const response = await fetch(`${stack.url}/api/v1${route}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      expect(response.status, `POST ${route}`).toBe(200);
-      return (await response.json()) as T;
-    };
     const env = await post("/environments", { name: "list-env", kind: "BUILTIN", builtin: "arithmetic" });
     // Every version kept: each job publishes one per step, which the overview must fold into one row.
     const config = {
@@ -574,15 +604,6 @@ describe("dashboard", () => {
   }, 600_000);
 
   it("shows a diverging job FAILED with the step it diverged at", async () => {
-    const post = async (route: string, body: unknown) => {
-      const response = await fetch(`${stack.url}/api/v1${route}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${stack.demo.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      expect(response.status, route).toBe(200);
-      return (await response.json()) as { id: string };
-    };
     // The largest alpha and learning rate the schemas allow, and a format penalty
     // (finite, -1e38) whose advantages overflow float32: the first step with a
     // malformed answer among right ones has a non-finite gradient norm. (Alpha and

@@ -1,9 +1,10 @@
 // The dashboard shows each environment field's default from the protocol's
 // BUILTIN_CONFIG_DEFAULTS (the web imports no environment code): these hold it
 // equal to what the environments do when the field is absent.
-import { BUILTIN_CONFIG_DEFAULTS } from "@opentinker/protocol";
+import { BUILTIN_CONFIG_DEFAULTS, builtinConfigDefault } from "@opentinker/protocol";
 import { describe, expect, it } from "vitest";
 import { ARITHMETIC_MAX_OPERAND } from "./arithmetic.ts";
+import { CALCULATOR_CALL_COST, CALCULATOR_MAX_CALLS, CALCULATOR_MAX_TOKENS } from "./calculator.ts";
 import { GUESS_MAX_TURNS, GUESS_RANGES, GUESS_VALIDATION_RANGE } from "./guess-number.ts";
 import { NIM_ILLEGAL_PENALTY } from "./nim.ts";
 import { DEFAULT_FORMAT_PENALTY, DEFAULT_MAX_TOKENS } from "./text-env.ts";
@@ -18,5 +19,12 @@ describe("the built-in environments' defaults, as the protocol states them", () 
     expect(BUILTIN_CONFIG_DEFAULTS.maxNumber).toBe(
       `drawn per game from ${GUESS_RANGES.join(", ")} (${GUESS_VALIDATION_RANGE} held out for validation)`,
     );
+    expect(BUILTIN_CONFIG_DEFAULTS.callCost).toBe(CALCULATOR_CALL_COST);
+    expect(BUILTIN_CONFIG_DEFAULTS.maxCalls).toBe(CALCULATOR_MAX_CALLS);
+  });
+
+  it("state where one built-in's default differs from the others'", () => {
+    expect(builtinConfigDefault("calculator", "maxTokens")).toBe(CALCULATOR_MAX_TOKENS);
+    expect(builtinConfigDefault("arithmetic", "maxTokens")).toBe(DEFAULT_MAX_TOKENS);
   });
 });

@@ -3,10 +3,11 @@
 // (1 on the first guess, down to 1/maxTurns on the last). The next observation
 // is the previous context, the model's exact action tokens and the feedback, so
 // every turn extends the context and a whole episode trains as one sequence.
-import { appendTokens, type ModelInput } from "@opentinker/protocol";
+import type { ModelInput } from "@opentinker/protocol";
 import type { ChatRenderer, Env, RendererTokenizer, RlDataset, StepResult } from "@opentinker/sdk";
 import type { Split } from "./split.ts";
 import {
+  appendReply,
   malformed,
   parseInteger,
   rendererFor,
@@ -96,11 +97,7 @@ export class GuessNumberEnv implements Env {
 
   /** The context, then the action exactly as generated, then the user's feedback turn. */
   private feedback(action: number[], word: string): ModelInput {
-    const text = `\n<|im_start|>user\n${word}<|im_end|>\n<|im_start|>assistant\n`;
-    this.context = appendTokens(
-      appendTokens(this.context as ModelInput, action),
-      this.tokenizer.encode(text, { addSpecialTokens: false }),
-    );
+    this.context = appendReply(this.tokenizer, this.context as ModelInput, action, "user", word);
     return this.context;
   }
 }

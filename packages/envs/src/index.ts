@@ -1,4 +1,5 @@
 export * from "./arithmetic.ts";
+export * from "./calculator.ts";
 export * from "./guess-number.ts";
 export * from "./nim.ts";
 export * from "./shapes.ts";

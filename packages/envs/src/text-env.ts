@@ -1,6 +1,6 @@
 // What the text environments share: a chat renderer for prompts and parsing,
 // and the format penalty for an action that is not a well-formed answer.
-import type { ModelInput } from "@opentinker/protocol";
+import { appendTokens, type ModelInput } from "@opentinker/protocol";
 import {
   ChatRenderer,
   type Env,
@@ -32,6 +32,23 @@ export function parseInteger(renderer: ChatRenderer, action: readonly number[]):
   const trimmed = text.trim();
   if (!complete || !/^-?\d{1,9}$/.test(trimmed)) return null;
   return Number(trimmed);
+}
+
+/**
+ * A multi-turn context extended by one exchange: the action exactly as
+ * generated, then the environment's reply as a `role` turn (ChatML) and the
+ * opening of the assistant's next turn. Every turn extends the context token
+ * for token, so a whole episode trains as one sequence with the replies masked.
+ */
+export function appendReply(
+  tokenizer: RendererTokenizer,
+  context: ModelInput,
+  action: readonly number[],
+  role: "user" | "tool",
+  content: string,
+): ModelInput {
+  const text = `\n<|im_start|>${role}\n${content}<|im_end|>\n<|im_start|>assistant\n`;
+  return appendTokens(appendTokens(context, action), tokenizer.encode(text, { addSpecialTokens: false }));
 }
 
 export interface Prompted {

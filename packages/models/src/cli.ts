@@ -1,5 +1,5 @@
 // npm run build:model -w @opentinker/models -- <text|shapes> [--check] [--out DIR] [--threads N] [--steps N]
-// npm run eval -w @opentinker/models -- [NAME | DIR] [--episodes N] [--seed N]
+// npm run eval -w @opentinker/models -- [NAME | DIR] [--episodes N] [--seed N] [--tasks a,b]
 //
 // build: trains a built-in model (text or vision-language) from its recipe and writes it into
 // built-in/<name>/ with checksums.json. --check builds into a scratch directory
@@ -17,7 +17,7 @@ import { buildTextModel } from "./build/build-text-model.ts";
 import { buildVlModel } from "./build/build-vl-model.ts";
 import { buildEnvironment, compareChecksums, readChecksums } from "./build/checksums.ts";
 import type { PretrainStep } from "./build/pretrain.ts";
-import { evaluateTextTasks } from "./evaluate.ts";
+import { ALL_TEXT_TASKS, evaluateTextTasks, TEXT_TASKS, type TextTask } from "./evaluate.ts";
 import { evaluateShapes } from "./evaluate-shapes.ts";
 import { TEXT_RECIPES } from "./recipes.ts";
 import { BUILT_IN_MODELS, BUILT_IN_ROOT, DEFAULT_TEXT_MODEL } from "./registry.ts";
@@ -25,7 +25,7 @@ import { VL_RECIPES } from "./vl-recipes.ts";
 
 const USAGE = `usage:
   build <${[...Object.keys(TEXT_RECIPES), ...Object.keys(VL_RECIPES)].join("|")}> [--check] [--out DIR] [--threads N] [--steps N]
-  eval [NAME|DIR] [--episodes N] [--seed N]`;
+  eval [NAME|DIR] [--episodes N] [--seed N] [--tasks ${ALL_TEXT_TASKS.join(",")}]`;
 
 function positiveInt(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
@@ -94,11 +94,26 @@ async function build(args: string[]): Promise<number> {
   }
 }
 
+/** `--tasks a,b`: the text tasks to score (default: the text model's three). */
+function textTasks(list: string | undefined): readonly TextTask[] {
+  if (list === undefined) return TEXT_TASKS;
+  const known: readonly string[] = ALL_TEXT_TASKS;
+  return list.split(",").map((name) => {
+    if (!known.includes(name))
+      throw new RangeError(`--tasks: unknown task "${name}" (known: ${known.join(", ")})`);
+    return name as TextTask;
+  });
+}
+
 async function evalCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { episodes: { type: "string" }, seed: { type: "string", default: "1" } },
+    options: {
+      episodes: { type: "string" },
+      seed: { type: "string", default: "1" },
+      tasks: { type: "string" },
+    },
   });
   const target = positionals[0] ?? DEFAULT_TEXT_MODEL;
   const builtIn = BUILT_IN_MODELS.find((m) => m.name === target);
@@ -110,7 +125,7 @@ async function evalCommand(args: string[]): Promise<number> {
   // A vision-language model is scored on the image task; a text model on the text tasks.
   const scores = base.config.vision
     ? { shapes: await evaluateShapes(base, options) }
-    : await evaluateTextTasks(base, options);
+    : await evaluateTextTasks(base, options, textTasks(values.tasks));
   console.log(JSON.stringify({ model: base.name, seed, scores }, null, 2));
   return 0;
 }

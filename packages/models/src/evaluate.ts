@@ -5,7 +5,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type BaseModel, InProcessServiceClient } from "@opentinker/engine";
-import { arithmeticDataset, guessNumberDataset, nimEvaluationDataset } from "@opentinker/envs";
+import {
+  arithmeticDataset,
+  calculatorDataset,
+  guessNumberDataset,
+  nimEvaluationDataset,
+} from "@opentinker/envs";
 import {
   evaluate,
   type RendererTokenizer,
@@ -14,7 +19,9 @@ import {
   type Transition,
 } from "@opentinker/sdk";
 
-export type TextTask = "arithmetic" | "guess-number" | "nim-vs-random";
+export const ALL_TEXT_TASKS = ["arithmetic", "guess-number", "nim-vs-random", "calculator"] as const;
+export type TextTask = (typeof ALL_TEXT_TASKS)[number];
+/** What the built-in text model is scored on (the calculator is the tool model's task). */
 export const TEXT_TASKS: readonly TextTask[] = ["arithmetic", "guess-number", "nim-vs-random"];
 
 export interface TaskScore {
@@ -38,6 +45,7 @@ function validationDataset(task: TextTask, tokenizer: RendererTokenizer, o: Eval
   const text = { tokenizer, split: "validation" as const, seed: o.seed, batches: 1, groupsPerBatch: groups };
   if (task === "arithmetic") return arithmeticDataset({ ...text, groupSize: 8 });
   if (task === "guess-number") return guessNumberDataset({ ...text, groupSize: 8 });
+  if (task === "calculator") return calculatorDataset({ ...text, groupSize: 8 });
   return nimEvaluationDataset({
     seed: o.seed,
     batches: 1,
@@ -75,6 +83,7 @@ const SUCCESS: Readonly<Record<TextTask, EpisodeSuccess>> = {
   arithmetic: (last) => last.metrics.correct ?? 0,
   "guess-number": (last) => last.metrics.found ?? 0,
   "nim-vs-random": (_, total) => (total > 0 ? 1 : 0),
+  calculator: (last) => last.metrics.correct ?? 0,
 };
 
 /** What SDK `evaluate` samples with: a base model's sampler, or a trained adapter's snapshot. */

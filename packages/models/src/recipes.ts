@@ -2,6 +2,9 @@
 // pretraining settings. Changing any value changes the model's checksums.
 import { ARITHMETIC_MAX_OPERAND } from "@opentinker/envs";
 import type { TextModelRecipe } from "./build/build-text-model.ts";
+import type { ArithmeticCorpusOptions } from "./corpus/arithmetic.ts";
+import type { CalculatorCorpusOptions } from "./corpus/calculator.ts";
+import type { GuessCorpusOptions } from "./corpus/guess-number.ts";
 import type { TextCorpusSpec } from "./corpus/index.ts";
 
 /**
@@ -13,10 +16,20 @@ export const BUILT_IN_PRETRAIN = { finalLrRatio: 0.1, weightDecay: 0, gradClipNo
 /** How every built-in model is built: two kernel threads (float sums depend on the split), stored as F32. */
 export const BUILT_IN_BUILD = { kernelThreads: 2, dtype: "F32" } as const;
 
+/** The text model's arithmetic student (the SFT phase of arithmetic-full-sft-rl starts from it too). */
+export const ARITHMETIC_STUDENT: ArithmeticCorpusOptions = {
+  episodes: 45_000,
+  pCorrect: 0.5,
+  mistake: "near-miss",
+  maxOperand: ARITHMETIC_MAX_OPERAND,
+};
+
+const GUESS_STUDENT: GuessCorpusOptions = { episodes: 9_000, maxTurns: 6, pCareless: 0.5, maxStep: 3 };
+
 const CORPUS: TextCorpusSpec = {
   seed: 1,
-  arithmetic: { episodes: 45_000, pCorrect: 0.5, mistake: "near-miss", maxOperand: ARITHMETIC_MAX_OPERAND },
-  guessNumber: { episodes: 9_000, maxTurns: 6, pCareless: 0.5, maxStep: 3 },
+  arithmetic: ARITHMETIC_STUDENT,
+  guessNumber: GUESS_STUDENT,
   nim: { games: 2_250 },
 };
 
@@ -35,8 +48,8 @@ export const TEXT_TINY: TextModelRecipe = {
     // Merges come from a slice of the same corpus: the phrases are few and fixed.
     corpus: {
       ...CORPUS,
-      arithmetic: { ...CORPUS.arithmetic, episodes: 2_000 },
-      guessNumber: { ...CORPUS.guessNumber, episodes: 500 },
+      arithmetic: { ...ARITHMETIC_STUDENT, episodes: 2_000 },
+      guessNumber: { ...GUESS_STUDENT, episodes: 500 },
     },
     maxMerges: 400,
     minFrequency: 20,
@@ -54,4 +67,31 @@ export const TEXT_TINY: TextModelRecipe = {
   ...BUILT_IN_BUILD,
 };
 
-export const TEXT_RECIPES: Readonly<Record<string, TextModelRecipe>> = { text: TEXT_TINY };
+/**
+ * The calculator student: knows the single-digit facts, calls the tool on
+ * three in ten small problems (needlessly) and two in five large ones,
+ * miscopies one call and one result in ten (packages/models/README.md, tool use).
+ */
+const CALCULATOR_STUDENT: CalculatorCorpusOptions = {
+  episodes: 30_000,
+  pCall: { small: 0.3, large: 0.4 },
+  pSmallRight: 0.95,
+  pCopyCall: 0.9,
+  pCopyResult: 0.9,
+  pCallTwice: 0.15,
+};
+
+/** The text model's shape, pretrained on calculator episodes only (the tool-use setting). */
+export const TOOL_TINY: TextModelRecipe = {
+  ...TEXT_TINY,
+  name: "opentinker-tool-tiny",
+  tokenizer: {
+    ...TEXT_TINY.tokenizer,
+    corpus: { seed: 3, calculator: { ...CALCULATOR_STUDENT, episodes: 2_000 } },
+  },
+  corpus: { seed: 3, calculator: CALCULATOR_STUDENT },
+  // About two passes: copying digits exactly and the 300 facts need more than one.
+  pretrain: { ...TEXT_TINY.pretrain, steps: 1_800 },
+};
+
+export const TEXT_RECIPES: Readonly<Record<string, TextModelRecipe>> = { text: TEXT_TINY, tool: TOOL_TINY };

@@ -18,6 +18,8 @@ const at = (name: string) => fileURLToPath(new URL(`../built-in/${name}/`, impor
 
 export const DEFAULT_TEXT_MODEL = "opentinker-text-tiny";
 export const DEFAULT_VL_MODEL = "opentinker-vl-tiny";
+/** The text model that knows the calculator's call format (the tool-use setting). */
+export const TOOL_MODEL = "opentinker-tool-tiny";
 
 export const BUILT_IN_MODELS: readonly BuiltInModel[] = [
   {
@@ -33,6 +35,13 @@ export const BUILT_IN_MODELS: readonly BuiltInModel[] = [
     dir: at(DEFAULT_VL_MODEL),
     description:
       "Llama-family, 2 layers × 128 hidden, 32×32 images in 8×8 patches → 16 soft tokens; pretrained on shapes",
+  },
+  {
+    name: TOOL_MODEL,
+    kind: "text",
+    dir: at(TOOL_MODEL),
+    description:
+      "Llama-family, 4 layers × 128 hidden, byte-level BPE; pretrained on arithmetic with a calculator tool",
   },
 ];
 

@@ -5,7 +5,7 @@ import { idRequest } from "./resources.ts";
 import { configByKind, delegate } from "./wire-by-kind.ts";
 
 /** Built-in environments a server-side job can run (packages/envs). */
-export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number", "nim", "shapes"] as const;
+export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number", "nim", "shapes", "calculator"] as const;
 export const ZBuiltinEnvironment = z.enum(BUILTIN_ENVIRONMENTS);
 export type BuiltinEnvironment = z.infer<typeof ZBuiltinEnvironment>;
 
@@ -34,6 +34,10 @@ export const ZBuiltinEnvConfig = z
     illegalPenalty: z.number().finite().min(-100).max(0),
     /** nim: any token is a move (for a model that rarely writes digits). */
     lenient: z.boolean(),
+    /** calculator: what each tool call costs, taken from the episode's reward. */
+    callCost: z.number().finite().min(0).max(1),
+    /** calculator: tool calls an episode may make before it must answer. */
+    maxCalls: z.number().int().min(0).max(16),
   })
   .partial()
   .strict();
@@ -46,6 +50,7 @@ export const BUILTIN_CONFIG_FIELDS: Record<z.infer<typeof ZBuiltinEnvironment>, 
   "guess-number": ["maxNumber", "maxGuesses", "formatPenalty", "maxTokens"],
   nim: ["opponent", "illegalPenalty", "lenient"],
   shapes: ["formatPenalty", "maxTokens"],
+  calculator: ["callCost", "maxCalls", "formatPenalty", "maxTokens"],
 };
 
 /**
@@ -62,7 +67,21 @@ export const BUILTIN_CONFIG_DEFAULTS = {
   opponent: "self-play",
   illegalPenalty: -1.5,
   lenient: false,
+  callCost: 0.1,
+  maxCalls: 2,
 } as const satisfies Record<BuiltinEnvConfigKey, string | number | boolean>;
+
+/** Where one built-in's default differs from BUILTIN_CONFIG_DEFAULTS (a tool call is longer than an answer). */
+const DEFAULTS_BY_BUILTIN: Partial<Record<BuiltinEnvironment, Partial<Record<BuiltinEnvConfigKey, number>>>> =
+  { calculator: { maxTokens: 16 } };
+
+/** What an absent field means for this built-in. */
+export function builtinConfigDefault(
+  builtin: BuiltinEnvironment,
+  key: BuiltinEnvConfigKey,
+): string | number | boolean {
+  return DEFAULTS_BY_BUILTIN[builtin]?.[key] ?? BUILTIN_CONFIG_DEFAULTS[key];
+}
 
 export const ZEnvironmentInput = z.discriminatedUnion("kind", [
   z.object({

@@ -84,6 +84,20 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
     },
     metric: "reward/mean",
   },
+  // 16 problems × 8 attempts; validation on 128 held-out problems (half single-digit facts, half large) once each.
+  // Success is the right final answer; the reward also pays for each call.
+  calculator: {
+    config: {
+      steps: 300,
+      groupsPerStep: 16,
+      groupSize: 8,
+      lossFn: "ppo",
+      adam: { learningRate: 1e-3 },
+      sampling: {},
+      validation: quarterly(300, 128, 1),
+    },
+    metric: "env/correct",
+  },
 };
 
 /** The preset of a built-in environment's name, or undefined for any other (remote environments). */

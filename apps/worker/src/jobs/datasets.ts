@@ -2,6 +2,7 @@
 
 import {
   arithmeticDataset,
+  calculatorDataset,
   guessNumberDataset,
   nimEvaluationDataset,
   nimSelfPlayDataset,
@@ -99,6 +100,12 @@ function builtinDataset(env: EnvironmentRow, shape: TaskDatasetOptions, model: D
       return nimDataset(config, shape);
     case "shapes":
       return shapesOf(config, shape, model);
+    case "calculator":
+      return calculatorDataset({
+        ...shape,
+        ...text,
+        ...defined({ callCost: config.callCost, maxCalls: config.maxCalls }),
+      });
   }
 }
 

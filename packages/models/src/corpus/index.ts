@@ -1,8 +1,10 @@
-// The text model's corpus: arithmetic, guess-the-number and nim examples from
-// the environments' own generators (training split only), in one seeded order.
+// A text model's corpus: arithmetic, guess-the-number, calculator and nim
+// examples from the environments' own generators (training split only), in one
+// seeded order. A recipe names the parts it wants.
 import { seededRandom } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { type ArithmeticCorpusOptions, arithmeticCorpus } from "./arithmetic.ts";
+import { type CalculatorCorpusOptions, calculatorCorpus } from "./calculator.ts";
 import type { Example } from "./episodes.ts";
 import { type GuessCorpusOptions, guessNumberCorpus } from "./guess-number.ts";
 import { type NimCorpusOptions, nimCorpus } from "./nim.ts";
@@ -11,9 +13,10 @@ export type { Example } from "./episodes.ts";
 
 export interface TextCorpusSpec {
   seed: number;
-  arithmetic: ArithmeticCorpusOptions;
-  guessNumber: GuessCorpusOptions;
-  nim: NimCorpusOptions;
+  arithmetic?: ArithmeticCorpusOptions;
+  guessNumber?: GuessCorpusOptions;
+  calculator?: CalculatorCorpusOptions;
+  nim?: NimCorpusOptions;
 }
 
 /** Fisher–Yates with a seeded generator. */
@@ -30,14 +33,17 @@ const stream = (seed: number, part: number) => seededRandom(seed * 1_000_003 + p
 
 /** The chat parts (what the tokenizer's merges are trained on). */
 export async function chatExamples(tokenizer: RendererTokenizer, spec: TextCorpusSpec): Promise<Example[]> {
+  const { arithmetic, guessNumber, calculator } = spec;
   return [
-    ...(await arithmeticCorpus(tokenizer, stream(spec.seed, 1), spec.arithmetic)),
-    ...(await guessNumberCorpus(tokenizer, stream(spec.seed, 2), spec.guessNumber)),
+    ...(arithmetic ? await arithmeticCorpus(tokenizer, stream(spec.seed, 1), arithmetic) : []),
+    ...(guessNumber ? await guessNumberCorpus(tokenizer, stream(spec.seed, 2), guessNumber) : []),
+    ...(calculator ? await calculatorCorpus(tokenizer, stream(spec.seed, 5), calculator) : []),
   ];
 }
 
 /** Every example of the corpus, shuffled. Nim positions are raw bytes, as the game renders them. */
 export async function textCorpus(tokenizer: RendererTokenizer, spec: TextCorpusSpec): Promise<Example[]> {
-  const all = [...(await chatExamples(tokenizer, spec)), ...nimCorpus(stream(spec.seed, 3), spec.nim)];
+  const nim = spec.nim ? nimCorpus(stream(spec.seed, 3), spec.nim) : [];
+  const all = [...(await chatExamples(tokenizer, spec)), ...nim];
   return shuffle(all, stream(spec.seed, 4));
 }

@@ -1,6 +1,7 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { checksumFiles } from "@opentinker/store";
 import { describe, expect, it } from "vitest";
 import { type ExperimentSummary, runExperiment } from "./run.ts";
 import { SETTINGS } from "./settings.ts";
@@ -25,9 +26,26 @@ async function shortRun(name: string, check: (summary: ExperimentSummary) => Pro
     expect(summary).toMatchObject({ setting: name, seed: 1, steps: 2 });
     expect(JSON.parse(await readFile(summary.files.summary, "utf8")).setting).toBe(name);
     expect(await readFile(summary.files.plot, "utf8")).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>$/);
+    await checkBest(summary);
     await check(summary);
   } finally {
     await rm(out, { recursive: true, force: true });
+  }
+}
+
+/** The kept snapshot is the best validation of the run (start, each validation, end), and its files are that snapshot's. */
+async function checkBest(summary: ExperimentSummary) {
+  const lines = await readJsonl(summary.files.metrics);
+  const validated = lines.map((l) => l[`val/${summary.metric}`]).filter((v) => v !== undefined);
+  const values = [summary.validationStart, ...validated, summary.validationEnd] as number[];
+  expect(summary.best.value).toBe(Math.max(...values));
+  for (const dir of summary.files.best) {
+    const names = await readdir(dir);
+    expect(names.length).toBeGreaterThan(0);
+    const files = new Map(
+      await Promise.all(names.map(async (n) => [n, await readFile(path.join(dir, n))] as const)),
+    );
+    if (dir === summary.files.best[0]) expect(checksumFiles(files)).toBe(summary.best.checksum);
   }
 }
 

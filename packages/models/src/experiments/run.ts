@@ -20,7 +20,7 @@ import {
 import { BUILT_IN_MODELS, DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { svgPlot } from "./plot.ts";
 import { PAIR_SETTINGS, type PairSetting, SETTINGS, type Setting } from "./settings.ts";
-import { type SettingRun, trainSetting } from "./train-setting.ts";
+import { type BestSnapshot, type SettingRun, trainSetting } from "./train-setting.ts";
 
 export interface ExperimentOptions {
   name: string;
@@ -57,6 +57,8 @@ export interface RunSummary {
   /** sha256 of the final weights and optimizer moments, and of the last published snapshot. */
   stateSha256: string;
   snapshotChecksum: string;
+  /** The best validated snapshot (start, every validation, end), kept as files in `best/`. */
+  best: BestSnapshot;
 }
 
 export interface ExperimentSummary extends RunSummary {
@@ -67,7 +69,15 @@ export interface ExperimentSummary extends RunSummary {
   /** Pair settings: each adapter's result, and whether the first matched its solo rerun. */
   members?: RunSummary[];
   isolation?: { aloneStateSha256: string; aloneSnapshotChecksum: string; identical: boolean };
-  files: { metrics: string; summary: string; plot: string; memberMetrics?: string[] };
+  files: { metrics: string; summary: string; plot: string; best: string[]; memberMetrics?: string[] };
+}
+
+/** Writes a run's best snapshot as files in `dir` (what `loadBaseModel`/PEFT tools read). */
+async function keepBest(run: SettingRun, dir: string): Promise<string> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  for (const [name, bytes] of run.bestFiles) await writeFile(path.join(dir, name), bytes);
+  return dir;
 }
 
 export const TINY_RANDOM = "tiny-random";
@@ -97,12 +107,17 @@ const series = (records: MetricsRecord[], key: string, offset = 1) =>
     .filter((r) => r[key] !== undefined)
     .map((r) => [r.step + offset, r[key] as number] as [number, number]);
 
-function plotSeries(label: string, run: SettingRun) {
+function plotSeries(label: string, run: SettingRun, plotted: readonly string[] = []) {
   const prefix = label ? `${label} ` : "";
   const validation = run.validationAfterSft === undefined ? run.validationStart : run.validationAfterSft;
+  const start = run.summary.validationMetrics.start;
   return [
     { name: `${prefix}reward`, points: series(run.records, "reward/mean") },
     { name: `${prefix}validation`, points: [[0, validation], ...series(run.records, `val/${run.metric}`)] },
+    ...plotted.map((key) => ({
+      name: `${prefix}${key.replace(/^env\//, "")}`,
+      points: [[0, start[`val/${key}`] ?? 0], ...series(run.records, `val/${key}`)],
+    })),
   ] as { name: string; points: [number, number][] }[];
 }
 
@@ -171,7 +186,8 @@ async function runSingle(s: Setting, c: Common, files: { metrics: string }) {
   const metric = s.metric ?? "reward/mean";
   const sinks = sinksFor(files.metrics, c.options.steps, { quiet: c.options.quiet ?? false, metric });
   const run = await train(c, service(c, "snapshots"), s, fanOut(...sinks));
-  return { summary: run.summary, plot: plotSeries("", run), files: {} };
+  const best = await keepBest(run, path.join(c.options.outDir, "best"));
+  return { summary: run.summary, plot: plotSeries("", run, s.plotted), files: { best: [best] } };
 }
 
 /** Both adapters at once over one base and sampler, then the first alone on a fresh service. */
@@ -205,7 +221,14 @@ async function runPair(pair: PairSetting, c: Common, files: { metrics: string })
         identical,
       },
     },
-    files: { metrics: metricsOf(a), memberMetrics: [metricsOf(a), metricsOf(b)] },
+    files: {
+      metrics: metricsOf(a),
+      memberMetrics: [metricsOf(a), metricsOf(b)],
+      best: [
+        await keepBest(runA, path.join(c.options.outDir, `best-${a.name}`)),
+        await keepBest(runB, path.join(c.options.outDir, `best-${b.name}`)),
+      ],
+    },
     plot: [
       ...plotSeries(a.name.split("-")[0] as string, runA),
       ...plotSeries(b.name.split("-")[0] as string, runB),

@@ -12,6 +12,7 @@ const SETTING_OF: Record<keyof typeof RL_PRESETS, string> = {
   "guess-number": "guess-number-lora-rl",
   nim: "nim-selfplay-lora-rl",
   shapes: "shapes-lora-rl",
+  calculator: "calculator-lora-rl",
 };
 
 async function tokenizer(model: string): Promise<RendererTokenizer> {

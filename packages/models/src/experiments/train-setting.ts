@@ -3,7 +3,7 @@
 // the end, and fingerprints of the final state (for the isolation check).
 import { createHash } from "node:crypto";
 import type { InProcessServiceClient, InProcessTrainingClient } from "@opentinker/engine";
-import { buildSftDatum, type Datum } from "@opentinker/protocol";
+import { buildSftDatum, type Datum, formatSamplerHandle } from "@opentinker/protocol";
 import {
   evaluate,
   type MetricsRecord,
@@ -27,8 +27,19 @@ export interface TrainSettingOptions {
   learningRate?: number;
 }
 
+/** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
+export interface BestSnapshot {
+  /** Steps trained when it was measured (0: before training). */
+  step: number;
+  version: number;
+  value: number;
+  checksum: string;
+}
+
 export interface SettingRun {
   summary: RunSummary;
+  /** The best snapshot's files (PEFT, or the whole model for a full-parameter policy). */
+  bestFiles: Map<string, Uint8Array>;
   metric: string;
   validationStart: number;
   validationAfterSft?: number;
@@ -52,6 +63,7 @@ async function evaluateNow(
 ) {
   const saved = await (await tc.saveWeightsForSampler("evaluate")).result();
   const sampler = { client: await tc.createSamplingClient(saved.handle), version: saved.version };
+  const version = saved.version;
   const out: Record<string, { value: number; malformed: number; metrics: Record<string, number> }> = {};
   for (const [name, dataset] of Object.entries(datasets)) {
     const { metrics } = await evaluate(sampler, dataset, { seed });
@@ -62,7 +74,12 @@ async function evaluateNow(
       metrics: named,
     };
   }
-  return out;
+  return { version, results: out };
+}
+
+/** The first of the highest: a later snapshot must beat an earlier one to replace it. */
+function bestOf(candidates: readonly Omit<BestSnapshot, "checksum">[]) {
+  return candidates.reduce((best, c) => (c.value > best.value ? c : best));
 }
 
 /** Malformed text answers and illegal game moves, as one rate. */
@@ -101,7 +118,8 @@ export async function trainSetting(
     ...Object.fromEntries(Object.entries(s.evaluations ?? {}).map(([k, make]) => [k, make(ctx)])),
   });
   const extra = Object.keys(s.evaluations ?? {});
-  const start = await evaluateNow(tc, evaluationSets(), metric, o.seed);
+  const startRun = await evaluateNow(tc, evaluationSets(), metric, o.seed);
+  const start = startRun.results;
   let afterSft: number | undefined;
   if (s.sft) {
     const examples = await s.sft.examples(ctx);
@@ -111,8 +129,10 @@ export async function trainSetting(
       batchSize: s.sft.batchSize,
       adam: { learningRate: s.sft.learningRate },
     });
-    afterSft = (await evaluateNow(tc, { validation: s.validation(ctx) }, metric, o.seed)).validation?.value;
+    afterSft = (await evaluateNow(tc, { validation: s.validation(ctx) }, metric, o.seed)).results.validation
+      ?.value;
   }
+  const validations: Omit<BestSnapshot, "checksum">[] = [];
   const records = await trainRl({
     trainingClient: tc,
     dataset: s.train(ctx),
@@ -127,11 +147,25 @@ export async function trainSetting(
     },
     sink: o.sink,
     seed: o.seed,
+    onStep: async ({ step, validated }) => {
+      const value = validated?.metrics[`val/${metric}`];
+      if (validated && value !== undefined)
+        validations.push({ step: step + 1, version: validated.version, value });
+    },
   });
-  const end = await evaluateNow(tc, evaluationSets(), metric, o.seed);
+  const endRun = await evaluateNow(tc, evaluationSets(), metric, o.seed);
+  const end = endRun.results;
   const last = await svc.registry.latest(svc.team, tc.adapterId);
   const evaluations = Object.fromEntries(
     extra.map((k) => [k, { start: start[k]?.value ?? 0, end: end[k]?.value ?? 0 }]),
+  );
+  const best = bestOf([
+    { step: 0, version: startRun.version, value: start.validation?.value ?? 0 },
+    ...validations,
+    { step: o.steps, version: endRun.version, value: end.validation?.value ?? 0 },
+  ]);
+  const bestRecord = await svc.registry.resolve(
+    formatSamplerHandle({ team: svc.team, adapter: tc.adapterId, version: best.version }),
   );
   const summary: RunSummary = {
     setting: s.name,
@@ -145,9 +179,11 @@ export async function trainSetting(
     ...(Object.keys(evaluations).length ? { evaluations } : {}),
     stateSha256: stateSha256(tc),
     snapshotChecksum: last?.checksum ?? "",
+    best: { ...best, checksum: bestRecord.checksum },
   };
   return {
     summary,
+    bestFiles: await svc.store.get(bestRecord.path, bestRecord.checksum),
     metric,
     validationStart: summary.validationStart,
     ...(afterSft === undefined ? {} : { validationAfterSft: afterSft }),

@@ -3,10 +3,10 @@
 // (ZBuiltinEnvConfig, BUILTIN_CONFIG_FIELDS, BUILTIN_CONFIG_DEFAULTS) so the
 // form and the server agree.
 import {
-  BUILTIN_CONFIG_DEFAULTS,
   BUILTIN_CONFIG_FIELDS,
   BUILTIN_ENVIRONMENTS,
   type BuiltinEnvConfigKey,
+  builtinConfigDefault,
   NIM_OPPONENTS,
   ZBuiltinEnvConfig,
   type ZBuiltinEnvironment,
@@ -23,6 +23,7 @@ export const BUILTIN_LABEL: Record<BuiltinEnvironment, string> = {
   "guess-number": "Guess the number",
   nim: "Nim (two players)",
   shapes: "Shapes (image + text)",
+  calculator: "Calculator (tool use)",
 };
 
 /** What each built-in is, and what its jobs need. */
@@ -32,6 +33,8 @@ export const BUILTIN_ABOUT: Record<BuiltinEnvironment, string> = {
   nim: "Two-agent Nim, one pile, take 1–3; whoever takes the last stone wins. A job's group size is its games per group.",
   shapes:
     "Name the shape or count the shapes in a picture. Its jobs need an adapter over a vision-language base model (opentinker-vl-tiny).",
+  calculator:
+    "Multi-turn with a tool: answer arithmetic, or first call the calculator (calc 12 * 34) and read its reply. Each call costs a little. opentinker-tool-tiny knows the call format.",
 };
 
 export const CONFIG_FIELDS: Record<BuiltinEnvironment, ConfigKey[]> = BUILTIN_CONFIG_FIELDS;
@@ -51,6 +54,8 @@ export const CONFIG_LABEL: Record<ConfigKey, { label: string; about: string }> =
     label: "Lenient moves",
     about: "Any token counts as a move (for a model that rarely writes digits)",
   },
+  callCost: { label: "Call cost", about: "Taken from the reward for each calculator call" },
+  maxCalls: { label: "Max calls", about: "Calculator calls before the model must answer" },
 };
 
 const OPPONENT_LABEL: Record<(typeof NIM_OPPONENTS)[number], string> = {
@@ -91,14 +96,14 @@ export function describeValue(key: ConfigKey, value: unknown): string {
   return choicesOf(key).find((c) => c.value === String(value))?.label ?? String(value);
 }
 
-/** A field's default as the form shows it. */
-export function describeDefault(key: ConfigKey): string {
-  return describeValue(key, BUILTIN_CONFIG_DEFAULTS[key]);
+/** A field's default for this built-in, as the form shows it. */
+export function describeDefault(builtin: BuiltinEnvironment, key: ConfigKey): string {
+  return describeValue(key, builtinConfigDefault(builtin, key));
 }
 
 /** A number field's default, for its placeholder (none where the default is not one number). */
-export function defaultPlaceholder(key: ConfigKey): string | undefined {
-  const value = BUILTIN_CONFIG_DEFAULTS[key];
+export function defaultPlaceholder(builtin: BuiltinEnvironment, key: ConfigKey): string | undefined {
+  const value = builtinConfigDefault(builtin, key);
   return typeof value === "number" ? String(value) : undefined;
 }
 
@@ -118,10 +123,10 @@ export function describeBounds(key: NumberKey): string {
   return kind;
 }
 
-/** A field's hint: what it does, its bounds (numbers) and its default. */
-export function fieldHint(key: ConfigKey): string {
+/** A field's hint: what it does, its bounds (numbers) and its default for this built-in. */
+export function fieldHint(builtin: BuiltinEnvironment, key: ConfigKey): string {
   const range = isChoiceField(key) ? "" : `${describeBounds(key)}; `;
-  return `${CONFIG_LABEL[key].about} (${range}default: ${describeDefault(key)})`;
+  return `${CONFIG_LABEL[key].about} (${range}default: ${describeDefault(builtin, key)})`;
 }
 
 /** An empty choice is "not set" (the environment's default). */

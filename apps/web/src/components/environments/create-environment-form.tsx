@@ -116,7 +116,7 @@ export function CreateEnvironmentForm() {
             <p className="text-xs text-gray-500">Leave a field empty for the environment's default.</p>
             <div className="grid gap-4 sm:grid-cols-2">
               {CONFIG_FIELDS[builtin].map((key) => (
-                <ConfigField key={`${builtin}-${key}`} field={key} errors={errors} />
+                <ConfigField key={`${builtin}-${key}`} builtin={builtin} field={key} errors={errors} />
               ))}
             </div>
           </fieldset>
@@ -143,12 +143,20 @@ export function CreateEnvironmentForm() {
 const SIGNED: readonly ConfigKey[] = ["formatPenalty", "illegalPenalty"];
 
 /** One config field, with its default shown: a list (empty: the default) or a number typed as text. */
-function ConfigField({ field, errors }: { field: ConfigKey; errors: FieldErrorMap }) {
+function ConfigField({
+  builtin,
+  field,
+  errors,
+}: {
+  builtin: BuiltinEnvironment;
+  field: ConfigKey;
+  errors: FieldErrorMap;
+}) {
   const { label } = CONFIG_LABEL[field];
   if (isChoiceField(field))
     return (
       <SelectField label={label} name={field} errors={errors} choices={choicesOf(field)} defaultValue="">
-        <option value="">Default ({describeDefault(field)})</option>
+        <option value="">Default ({describeDefault(builtin, field)})</option>
       </SelectField>
     );
   return (
@@ -157,8 +165,8 @@ function ConfigField({ field, errors }: { field: ConfigKey; errors: FieldErrorMa
       name={field}
       errors={errors}
       numeric={SIGNED.includes(field) ? undefined : "numeric"}
-      placeholder={defaultPlaceholder(field)}
-      hint={fieldHint(field)}
+      placeholder={defaultPlaceholder(builtin, field)}
+      hint={fieldHint(builtin, field)}
     />
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { tokenKind, turnAdvantages, visibleSegments } from "./tokens.ts";
+import { messageRoles, tokenKind, tokenKinds, turnAdvantages, visibleSegments } from "./tokens.ts";
 
 describe("trajectory tokens", () => {
   it("a zero advantage still counts as an action token", () => {
@@ -30,5 +30,41 @@ describe("trajectory tokens", () => {
     const advantages = [9, 9, 0.5, 0.5, 9, -0.25];
     expect(turnAdvantages(mask, advantages)).toEqual([0.5, -0.25]);
     expect(turnAdvantages([0, 0], [0, 0])).toEqual([]);
+  });
+
+  // system, user, assistant (calls), tool (replies), assistant (answers): as the calculator environment renders them.
+  const turns = [
+    ["<|im_start|>", "user", "\n", "What", "?", "<|im_end|>", "\n"],
+    ["<|im_start|>", "assistant", "\n", "calc", " 3", "<|im_end|>", "\n"],
+    ["<|im_start|>", "tool", "\n", "3", "<|im_end|>", "\n"],
+    ["<|im_start|>", "assistant", "\n", "3", "<|im_end|>"],
+  ];
+  const pieces = turns.flat();
+  // The model wrote "calc 3<|im_end|>" and "3<|im_end|>".
+  const mask = pieces.map((_, i) => ([10, 11, 12, 23, 24].includes(i) ? 1 : 0));
+
+  it("reads each token's ChatML role, the header included", () => {
+    const roles = messageRoles(pieces).map((r) => r.role);
+    expect(roles.slice(0, 7)).toEqual(Array(7).fill("user"));
+    expect(roles.slice(14, 20)).toEqual(Array(6).fill("tool"));
+    expect(messageRoles(["a", "<|im_start|>", "sys", "tem\nhi"]).map((r) => r.role)).toEqual([
+      "",
+      "system",
+      "system",
+      "system",
+    ]);
+  });
+
+  it("a turn answered by a tool message is a tool call; the tool message is tool output", () => {
+    const kinds = tokenKinds(mask, pieces);
+    expect(kinds.slice(10, 13)).toEqual(["tool-call", "tool-call", "tool-call"]);
+    expect(kinds.slice(14, 20)).toEqual(Array(6).fill("tool-output"));
+    expect(kinds.slice(23, 25)).toEqual(["action", "action"]);
+    expect(kinds.slice(0, 7)).toEqual(Array(7).fill("observation"));
+  });
+
+  it("without the tokens' text, only actions and observations", () => {
+    expect(tokenKinds(mask)).toEqual(mask.map(tokenKind));
+    expect(tokenKinds(mask, pieces.slice(1))).toEqual(mask.map(tokenKind));
   });
 });

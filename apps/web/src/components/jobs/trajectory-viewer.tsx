@@ -1,8 +1,9 @@
 "use client";
 // The stored trajectories of one step and group: reward, advantage, the policy
 // version that sampled them and how stale it was, and every token, the model's
-// (mask 1) told apart from the environment's. The step and group live in the
-// URL (?step=&group=), so a view can be linked to.
+// (mask 1) told apart from the environment's, and tool calls and the tool's
+// replies told apart from both. The step and group live in the URL
+// (?step=&group=), so a view can be linked to.
 //
 // Vision-language trajectories: their images are not stored with the
 // trajectory yet, so only the tokens are shown.
@@ -16,7 +17,7 @@ import { ButtonLink, Card, Empty, ErrorState, Loading, Stat, StatusBadge } from 
 import { isActive, type Job, type Trajectory } from "./api.ts";
 import { formatNumber } from "./metric-table.ts";
 import { latestStep } from "./steps.ts";
-import { tokenKind, turnAdvantages, visibleSegments } from "./tokens.ts";
+import { type TokenKind, tokenKinds, turnAdvantages, visibleSegments } from "./tokens.ts";
 
 const REFRESH_MS = 5_000;
 
@@ -115,7 +116,7 @@ function StepView({ job }: { job: Job }) {
             </select>
           </div>
         </div>
-        <TokenLegend />
+        <TokenLegend tools={members.some(usesTools)} />
       </Card>
       {trajectories.isPending ? (
         <Loading what={`the trajectories of step ${step}`} />
@@ -203,20 +204,38 @@ function StepPicker({
   );
 }
 
-const ACTION = "bg-blue-100 text-blue-950 shadow-[inset_0_-2px_0_var(--color-action)]";
-const OBSERVATION = "bg-gray-100 text-gray-600";
+const STYLE: Record<TokenKind, string> = {
+  action: "bg-blue-100 text-blue-950 shadow-[inset_0_-2px_0_var(--color-action)]",
+  observation: "bg-gray-100 text-gray-600",
+  "tool-call": "bg-amber-100 text-amber-950 shadow-[inset_0_-2px_0_#d97706]",
+  "tool-output": "bg-emerald-50 text-emerald-900 outline outline-1 -outline-offset-1 outline-emerald-300",
+};
 
-function TokenLegend() {
+const usesTools = (t: Trajectory) =>
+  tokenKinds(t.mask, t.pieces).some((k) => k === "tool-call" || k === "tool-output");
+
+function LegendEntry({ kind, children }: { kind: TokenKind; children: string }) {
+  return (
+    <li className="flex items-center gap-2">
+      <span className={`rounded-sm px-1.5 font-mono text-xs ${STYLE[kind]}`}>abc</span>
+      {children}
+    </li>
+  );
+}
+
+function TokenLegend({ tools }: { tools: boolean }) {
   return (
     <ul aria-label="Legend" className="mt-4 flex flex-wrap gap-x-6 gap-y-2 text-sm text-gray-700">
-      <li className="flex items-center gap-2">
-        <span className={`rounded-sm px-1.5 font-mono text-xs ${ACTION}`}>abc</span>
-        Model action tokens (mask 1: sampled by the policy, trained on)
-      </li>
-      <li className="flex items-center gap-2">
-        <span className={`rounded-sm px-1.5 font-mono text-xs ${OBSERVATION}`}>abc</span>
+      <LegendEntry kind="action">Model action tokens (mask 1: sampled by the policy, trained on)</LegendEntry>
+      <LegendEntry kind="observation">
         Observation tokens (prompt and environment replies, not trained on)
-      </li>
+      </LegendEntry>
+      {tools && (
+        <>
+          <LegendEntry kind="tool-call">Tool calls (model action tokens, trained on)</LegendEntry>
+          <LegendEntry kind="tool-output">Tool output (observation tokens, not trained on)</LegendEntry>
+        </>
+      )}
       <li className="flex items-center gap-2">
         <span className="font-mono text-xs text-gray-400">· ↵ → ∅</span>
         space, newline, tab, empty token
@@ -270,15 +289,18 @@ function TrajectoryCard({ trajectory: t }: { trajectory: Trajectory }) {
 }
 
 function TokenSequence({ trajectory: t }: { trajectory: Trajectory }) {
+  const kinds = tokenKinds(t.mask, t.pieces);
   return (
     <div className="max-h-[32rem] overflow-y-auto rounded border border-gray-200 bg-white p-2 font-mono text-xs leading-6 whitespace-pre-wrap break-words">
       {t.tokens.map((token, i) => {
-        const kind = tokenKind(t.mask[i]);
+        const kind = kinds[i] ?? "observation";
         const piece = t.pieces?.[i] ?? `⟨${token}⟩`;
+        const label = kind === "tool-call" ? "tool call · " : kind === "tool-output" ? "tool output · " : "";
         const detail =
-          kind === "action"
+          label +
+          (t.mask[i] === 1
             ? `token ${token} · logprob ${formatNumber(t.logprobs[i] ?? 0)} · advantage ${formatNumber(t.advantages[i] ?? 0)}`
-            : `token ${token}`;
+            : `token ${token}`);
         return (
           <span
             // Tokens never move within a stored trajectory, so the position is a stable key.
@@ -286,7 +308,7 @@ function TokenSequence({ trajectory: t }: { trajectory: Trajectory }) {
             key={i}
             data-kind={kind}
             title={detail}
-            className={`rounded-sm border-r border-white ${kind === "action" ? ACTION : OBSERVATION}`}
+            className={`rounded-sm border-r border-white ${STYLE[kind]}`}
           >
             {visibleSegments(piece).map((segment, j) =>
               segment.mark ? (
