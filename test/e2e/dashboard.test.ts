@@ -224,7 +224,7 @@ describe("dashboard", () => {
     });
     await create("kind-guess", "guess-number");
     await create("kind-nim", "nim", async () => {
-      await page.getByText("default: -1.5").waitFor(WAIT);
+      await page.getByText("default: -3)").waitFor(WAIT);
       expect(await page.getByLabel("Opponent").locator("option").first().textContent()).toBe(
         "Default (Self-play)",
       );

@@ -20,7 +20,7 @@ import {
   guessKey,
   guessNumberDataset,
 } from "./guess-number.ts";
-import { NIM_ILLEGAL_PENALTY, nimEvaluationDataset, nimSelfPlayDataset } from "./nim.ts";
+import { NIM_ILLEGAL_PENALTY, NIM_SELF_PLAY_PILES, nimEvaluationDataset, nimSelfPlayDataset } from "./nim.ts";
 import { splitOf } from "./split.ts";
 
 let dir: string;
@@ -230,6 +230,24 @@ describe("short runs with the real engine", () => {
     });
     const [group] = await rolloutGroups(evalSet.batch(0), sampler, { policyVersion: saved.version, seed: 1 });
     expect(group?.trajectories).toHaveLength(3);
+  });
+
+  it("nim: self-play starts from every pile of 1–10; evaluation plays the corpus's 7–10", async () => {
+    const piles = async (dataset: ReturnType<typeof nimSelfPlayDataset>) => {
+      const seen = new Set<number>();
+      for (const group of dataset.batch(0)) {
+        const [first] = await group.makeEnvs();
+        const { observation } = (await first?.initialObservation()) ?? { observation: { chunks: [] } };
+        const text = Buffer.from(modelInputTokens(observation)).toString("latin1");
+        seen.add(Number(/^Nim (\d+) /.exec(text)?.[1]));
+      }
+      return [...seen].sort((a, b) => a - b);
+    };
+    const shape = { seed: 1, batches: 1, groupsPerBatch: 200, games: 1 };
+    const all = Array.from({ length: 10 }, (_, i) => i + 1);
+    expect(await piles(nimSelfPlayDataset(shape))).toEqual(all);
+    expect(NIM_SELF_PLAY_PILES).toEqual({ minStones: 1, maxStones: 10 });
+    expect(await piles(nimEvaluationDataset({ ...shape, opponent: "random" }))).toEqual([7, 8, 9, 10]);
   });
 
   it("nim: an illegal move ends the game and costs more than a loss", async () => {

@@ -23,14 +23,25 @@ export interface NimDatasetOptions {
 }
 
 /**
- * Worse than a loss (−1): were it equal, a player in a lost position would be
+ * Clearly worse than a loss (−1). At −1 a player in a lost position was
  * indifferent to forfeiting, and self-play drifted to ending half its games on
- * an illegal move.
+ * an illegal move. At −1.5 illegal moves stayed at 2–3 % of self-play games
+ * and rose against the random player (docs/results.md, nim), some of them a
+ * '4', never legal, next to the winning '3': the few illegal games pushed back
+ * too weakly.
  */
-export const NIM_ILLEGAL_PENALTY = -1.5;
+export const NIM_ILLEGAL_PENALTY = -3;
+
+/**
+ * Self-play games start from piles of 1 to 10, not only the 7 to 10 that
+ * validation and the corpus play: a good self-play opponent seldom leaves a
+ * pile of 1–3, where most illegal moves against the random player were made
+ * (3 or more from a pile of 2 or 3), so those positions stay in training.
+ */
+export const NIM_SELF_PLAY_PILES = { minStones: 1, maxStones: 10 } as const;
 
 export function nimSelfPlayDataset(o: NimDatasetOptions): RlDataset {
-  const game = nimGame({ lenient: o.lenient ?? false });
+  const game = nimGame({ lenient: o.lenient ?? false, ...NIM_SELF_PLAY_PILES });
   return {
     batches: o.batches,
     batch: (index: number): EnvGroupBuilder[] =>

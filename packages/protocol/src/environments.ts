@@ -65,7 +65,7 @@ export const BUILTIN_CONFIG_DEFAULTS = {
   formatPenalty: -0.1,
   maxTokens: 8,
   opponent: "self-play",
-  illegalPenalty: -1.5,
+  illegalPenalty: -3,
   lenient: false,
   callCost: 0.1,
   maxCalls: 2,
