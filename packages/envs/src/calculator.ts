@@ -52,23 +52,26 @@ const uniform = (random: () => number, lo: number, hi: number) => lo + Math.floo
 /**
  * Small: both operands 0–9 (facts a model can know). Large: three-digit sums and
  * differences, two-digit products (beyond the built-in models in one step).
+ * Half of each split is small: the size is drawn once, then a large problem is
+ * redrawn until it falls in `split` (large problems split by key hash; the 300
+ * small facts are what a model is taught, so they are in both splits and
+ * validation asks whether the policy still answers them without the tool).
  */
-export function calculatorTask(random: () => number): CalculatorTask {
+export function calculatorTask(random: () => number, split?: Split): CalculatorTask {
   const size: CalculatorSize = random() < 0.5 ? "small" : "large";
-  const op = OPS[Math.floor(random() * OPS.length)] as CalculatorOp;
-  const [lo, hi] = size === "small" ? [0, 9] : op === "*" ? [10, 99] : [100, 999];
-  const a = uniform(random, lo, hi);
-  const b = uniform(random, lo, hi);
-  return { a, b, op, answer: applyOp(op, a, b), size };
+  for (;;) {
+    const op = OPS[Math.floor(random() * OPS.length)] as CalculatorOp;
+    const [lo, hi] = size === "small" ? [0, 9] : op === "*" ? [10, 99] : [100, 999];
+    const a = uniform(random, lo, hi);
+    const b = uniform(random, lo, hi);
+    const task: CalculatorTask = { a, b, op, answer: applyOp(op, a, b), size };
+    if (!split || size === "small" || splitOf(calculatorKey(task)) === split) return task;
+  }
 }
 
 export const calculatorKey = (t: CalculatorTask) => `${t.a}${t.op}${t.b}`;
 
-/**
- * Large problems split by key hash (held-out ones are never trained on). The
- * 300 small facts are what a model is taught, so they are in both splits:
- * validation asks whether the policy still answers them without the tool.
- */
+/** A task's split as `calculatorTask` decides it: small facts are in `wanted`, whichever it is. */
 export const calculatorSplit =
   (wanted: Split) =>
   (t: CalculatorTask): Split =>
@@ -153,7 +156,7 @@ export interface CalculatorDatasetOptions extends CalculatorOptions, TaskDataset
 export function calculatorDataset(o: CalculatorDatasetOptions): RlDataset {
   return taskDataset(o, {
     tag: "calculator",
-    draw: calculatorTask,
+    draw: (random) => calculatorTask(random, o.split),
     key: calculatorKey,
     split: calculatorSplit(o.split),
     makeEnv: (task) => new CalculatorEnv(task, o.tokenizer, o),

@@ -76,7 +76,16 @@ export function calculatorCorpus(
   o: CalculatorCorpusOptions,
 ): Promise<Example[]> {
   return scriptedEpisodes(tokenizer, o.episodes, (reply) => {
-    const task = drawFromSplit(random, "train", calculatorTask, calculatorKey, calculatorSplit("train"));
+    // As the committed model was built: the size is redrawn with each rejected
+    // draw, so training holds about 47 % small problems rather than the
+    // environment's half (calculatorTask(random, "train")).
+    const task = drawFromSplit(
+      random,
+      "train",
+      (r) => calculatorTask(r),
+      calculatorKey,
+      calculatorSplit("train"),
+    );
     const turn = studentTurns(task, o, random);
     return { env: new CalculatorEnv(task, tokenizer), player: () => reply(turn()) };
   });
