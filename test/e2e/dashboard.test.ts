@@ -282,8 +282,8 @@ describe("dashboard", () => {
     await page.goto(`${stack.url}/jobs/${job.id}/trajectories?step=0`);
     await page.locator('[data-kind="tool-call"]').first().waitFor(WAIT);
     const legend = page.getByRole("list", { name: "Legend" });
-    await legend.getByText(/^Tool calls/).waitFor(WAIT);
-    await legend.getByText(/^Tool output/).waitFor(WAIT);
+    await legend.getByText(/Tool calls \(model action tokens/).waitFor(WAIT);
+    await legend.getByText(/Tool output \(observation tokens/).waitFor(WAIT);
     const text = async (kind: string) =>
       (await page.locator(`[data-kind="${kind}"]`).allTextContents()).join("");
     // A call is the model's `calc …`; the reply is the environment's tool turn holding a number.
