@@ -131,13 +131,22 @@ def main() -> int:
     training = service.create_lora_training_client(base_model=BASE_MODEL, rank=8, seed=SEED)
     rng = random.Random(SEED)
     held_out = [problem(random.Random(10_000 + i)) for i in range(VALIDATION)]
+    # Held out for real: training never draws a question that validation asks.
+    held_out_questions = {q for q, _ in held_out}
+
+    def training_problem() -> tuple[str, int]:
+        while True:
+            drawn = problem(rng)
+            if drawn[0] not in held_out_questions:
+                return drawn
+
     sampler = training.save_weights_and_get_sampling_client()
     before = mean_reward(sampler, tok, held_out, stop)
     print(f"validation reward before: {before:.3f}")
     started = time.time()
     params = types.SamplingParams(max_tokens=8, temperature=1.0, stop=[stop])
     for step in range(STEPS):
-        batch = [problem(rng) for _ in range(GROUPS)]
+        batch = [training_problem() for _ in range(GROUPS)]
         futures = [
             sampler.sample(types.ModelInput.from_ints(tok.chat_prompt(q)), GROUP_SIZE, params) for q, _ in batch
         ]
