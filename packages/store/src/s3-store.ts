@@ -79,6 +79,17 @@ export function createS3Client(env: StoreEnv): S3Client {
   return new S3Client(config);
 }
 
+/** Times an unreadable manifest is read again before it counts as corrupt. */
+const MANIFEST_REREADS = 4;
+
+function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return null;
+  }
+}
+
 export class S3Store implements ObjectStore {
   private readonly client: S3Client;
   readonly bucket: string;
@@ -167,24 +178,29 @@ export class S3Store implements ObjectStore {
     return objectPath.slice(`s3://${this.bucket}/`.length);
   }
 
+  /**
+   * The manifest, written last by `put`. S3 itself never shows a half-written
+   * object, but some S3-compatible servers (s3rver) stream a PUT to disk where
+   * a concurrent GET can read its first bytes: a manifest that does not parse
+   * is read again a few times before it counts as corrupt.
+   */
   private async readManifest(objectPath: string, base: string): Promise<Manifest> {
-    let bytes: Uint8Array;
+    for (let attempt = 0; ; attempt++) {
+      const manifest = ZManifest.safeParse(parseJson(await this.manifestBytes(objectPath, base)));
+      if (manifest.success) return manifest.data;
+      if (attempt >= MANIFEST_REREADS)
+        throw new ChecksumMismatchError(`object store: ${objectPath} has an unreadable manifest`);
+      await new Promise((resolve) => setTimeout(resolve, 25 * (attempt + 1)));
+    }
+  }
+
+  private async manifestBytes(objectPath: string, base: string): Promise<Uint8Array> {
     try {
-      bytes = await withRetries(this.retry, () => this.download(`${base}/${MANIFEST}`));
+      return await withRetries(this.retry, () => this.download(`${base}/${MANIFEST}`));
     } catch (error) {
       if (isNotFound(error)) throw new ObjectNotFoundError(`object store: ${objectPath} not found`);
       throw error;
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(new TextDecoder().decode(bytes));
-    } catch {
-      json = null;
-    }
-    const manifest = ZManifest.safeParse(json);
-    if (!manifest.success)
-      throw new ChecksumMismatchError(`object store: ${objectPath} has an unreadable manifest`);
-    return manifest.data;
   }
 
   private async exists(key: string): Promise<boolean> {
