@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
-import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+import { rm } from "node:fs/promises";
+import type { InProcessServiceClient } from "@opentinker/engine";
 import { modelInputTokens } from "@opentinker/protocol";
 import { MemorySink, type RendererTokenizer, trainRl, trajectoryDatums } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,26 +12,17 @@ import {
   parseCall,
 } from "./calculator.ts";
 import { splitOf } from "./split.ts";
+import { openTinyService } from "./tiny-service.test-helpers.ts";
 
 let dir: string;
 let tokenizer: RendererTokenizer;
 let service: InProcessServiceClient;
-let end: number;
+let say: (text: string) => number[];
 
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "ot-calculator-"));
-  await writeTinyModel(path.join(dir, "model"), TINY_MODEL);
-  const base = await loadBaseModel(path.join(dir, "model"), "tiny");
-  tokenizer = base.tokenizer as RendererTokenizer;
-  end = tokenizer.tokenId("<|im_end|>") as number;
-  service = InProcessServiceClient.local([base], path.join(dir, "store"), "calculator", {
-    kvCacheBytes: 8 << 20,
-    blockSize: 8,
-  });
+  ({ dir, tokenizer, service, say } = await openTinyService("calculator"));
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
-
-const say = (text: string) => [...tokenizer.encode(text, { addSpecialTokens: false }), end];
 const large: CalculatorTask = { a: 347, b: 58, op: "*", answer: 20126, size: "large" };
 const small: CalculatorTask = { a: 3, b: 4, op: "+", answer: 7, size: "small" };
 

@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
-import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+import { rm } from "node:fs/promises";
+import type { InProcessServiceClient } from "@opentinker/engine";
 import { modelInputTokens } from "@opentinker/protocol";
 import {
   type EnvGroupBuilder,
@@ -22,26 +19,18 @@ import {
 } from "./guess-number.ts";
 import { NIM_ILLEGAL_PENALTY, NIM_SELF_PLAY_PILES, nimEvaluationDataset, nimSelfPlayDataset } from "./nim.ts";
 import { splitOf } from "./split.ts";
+import { openTinyService } from "./tiny-service.test-helpers.ts";
 
 let dir: string;
 let tokenizer: RendererTokenizer;
 let service: InProcessServiceClient;
 let end: number;
+let say: (text: string) => number[];
 
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "ot-envs-"));
-  await writeTinyModel(path.join(dir, "model"), TINY_MODEL);
-  const base = await loadBaseModel(path.join(dir, "model"), "tiny");
-  tokenizer = base.tokenizer as RendererTokenizer;
-  end = tokenizer.tokenId("<|im_end|>") as number;
-  service = InProcessServiceClient.local([base], path.join(dir, "store"), "envs", {
-    kvCacheBytes: 8 << 20,
-    blockSize: 8,
-  });
+  ({ dir, tokenizer, service, end, say } = await openTinyService("envs"));
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
-
-const say = (text: string) => [...tokenizer.encode(text, { addSpecialTokens: false }), end];
 
 describe("arithmetic", () => {
   const options = (split: "train" | "validation", seed: number) => ({

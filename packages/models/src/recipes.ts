@@ -72,7 +72,7 @@ export const TEXT_TINY: TextModelRecipe = {
  * three in ten small problems (needlessly) and two in five large ones,
  * miscopies one call and one result in ten (packages/models/README.md, tool use).
  */
-const CALCULATOR_STUDENT: CalculatorCorpusOptions = {
+export const CALCULATOR_STUDENT: CalculatorCorpusOptions = {
   episodes: 30_000,
   pCall: { small: 0.3, large: 0.4 },
   pSmallRight: 0.95,

@@ -3,20 +3,14 @@ import { tinyTokenizerFiles } from "@opentinker/engine/testing";
 import { applyOp, calculatorKey, parseCall, seededRandom, splitOf } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { describe, expect, it } from "vitest";
-import { type CalculatorCorpusOptions, calculatorCorpus, studentTurns } from "./calculator.ts";
+import { CALCULATOR_STUDENT } from "../recipes.ts";
+import { calculatorCorpus, studentTurns } from "./calculator.ts";
 
 const files = tinyTokenizerFiles();
 const tokenizer = createTextTokenizer(files.tokenizerJson, files.tokenizerConfig) as RendererTokenizer;
 const decode = (tokens: number[]) => tokenizer.decode(tokens);
 
-const STUDENT: CalculatorCorpusOptions = {
-  episodes: 300,
-  pCall: { small: 0.3, large: 0.4 },
-  pSmallRight: 0.95,
-  pCopyCall: 0.9,
-  pCopyResult: 0.9,
-  pCallTwice: 0.15,
-};
+const STUDENT = { ...CALCULATOR_STUDENT, episodes: 300 };
 
 describe("the calculator corpus", () => {
   it("plays the env: its prompt, the tool's replies unweighted, weight on the student's turns only", async () => {
