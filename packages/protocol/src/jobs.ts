@@ -2,7 +2,7 @@
 // service run the RL, SFT or evaluation loop for it, and how the API shows them.
 import { z } from "zod";
 import { ZSamplerHandle } from "./handles.ts";
-import { ZAdamParams } from "./losses.ts";
+import { ZAdamParams, ZLrSchedule } from "./losses.ts";
 import { idRequest } from "./resources.ts";
 import { ZSamplingKnobs } from "./sampling.ts";
 import { configByKind, delegate } from "./wire-by-kind.ts";
@@ -47,6 +47,9 @@ export const ZRlJobConfig = z
     adam: ZAdamParams.partial()
       .default({})
       .describe("AdamW settings; each omitted one takes its default (learningRate 1e-4)."),
+    lrSchedule: ZLrSchedule.default("constant").describe(
+      'From adam.learningRate at the first step: held ("constant"), or decayed to 0 by the last step ("linear", "cosine"). Omitted: "constant".',
+    ),
     sampling: ZSamplingSettings.default({}).describe("Omitted: the sampler's defaults (temperature 1)."),
     scaleByStd: z.boolean().default(false).describe("Omitted: false."),
     /** Skip groups whose rewards are all equal (no signal); false trains on them with zero advantage. */

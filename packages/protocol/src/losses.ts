@@ -72,6 +72,23 @@ export const ZAdamParams = z.object({
 export type AdamParams = z.infer<typeof ZAdamParams>;
 export type AdamParamsInput = z.input<typeof ZAdamParams>;
 
+/**
+ * How an RL run's learning rate moves from its peak (`adam.learningRate`):
+ * held, or decayed to 0 by the end of the run, linearly or along a half cosine
+ * (the Tinker cookbook's names and shapes). A decay lets a run settle instead
+ * of drifting late.
+ */
+export const ZLrSchedule = z.enum(["constant", "linear", "cosine"]);
+export type LrSchedule = z.infer<typeof ZLrSchedule>;
+
+/** The fraction of the peak learning rate used at step `step` (from 0) of a `steps`-step run. */
+export function lrMultiplier(schedule: LrSchedule, step: number, steps: number): number {
+  const progress = Math.min(1, Math.max(0, step / Math.max(1, steps)));
+  if (schedule === "linear") return 1 - progress;
+  if (schedule === "cosine") return 0.5 * (1 + Math.cos(Math.PI * progress));
+  return 1;
+}
+
 export const ZForwardBackwardOutput = z.object({
   /** Per datum: `logprobs` of each target token under the current policy. */
   lossFnOutputs: z.array(z.record(z.string(), ZTensorData)),

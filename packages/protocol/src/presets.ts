@@ -8,7 +8,7 @@ import type { RlJobConfigInput } from "./jobs.ts";
 
 /** What a preset sets of an RL job's config (the rest keeps the schema's defaults). */
 export type RlPresetConfig = Required<
-  Pick<RlJobConfigInput, "steps" | "groupsPerStep" | "groupSize" | "lossFn" | "sampling">
+  Pick<RlJobConfigInput, "steps" | "groupsPerStep" | "groupSize" | "lossFn" | "lrSchedule" | "sampling">
 > & {
   adam: { learningRate: number };
   validation: { every: number; groups: number; groupSize: number };
@@ -40,6 +40,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupSize: 8,
       lossFn: "ppo",
       adam: { learningRate: 1e-3 },
+      lrSchedule: "constant",
       sampling: {},
       validation: quarterly(800, 128, 1),
     },
@@ -53,6 +54,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupSize: 8,
       lossFn: "ppo",
       adam: { learningRate: 1e-3 },
+      lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 64, 2),
     },
@@ -66,6 +68,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupSize: 4,
       lossFn: "ppo",
       adam: { learningRate: 1e-3 },
+      lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 16, 8),
     },
@@ -79,6 +82,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupSize: 8,
       lossFn: "ppo",
       adam: { learningRate: 1e-3 },
+      lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 64, 2),
     },
@@ -93,6 +97,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupSize: 8,
       lossFn: "ppo",
       adam: { learningRate: 1e-3 },
+      lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 128, 1),
     },

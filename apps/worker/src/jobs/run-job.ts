@@ -82,6 +82,7 @@ async function runRl(run: JobRun): Promise<void> {
     dataset: jobDataset(run, { ...shape, split: "train", batches: config.steps }),
     lossFn: config.lossFn,
     adam: config.adam,
+    lrSchedule: config.lrSchedule,
     sampling: config.sampling,
     advantages: { scaleByStd: config.scaleByStd, dropConstantGroups: config.dropConstantGroups },
     seed: config.seed,

@@ -1,6 +1,6 @@
 import { createTextTokenizer } from "@opentinker/engine";
 import { tinyTokenizerFiles } from "@opentinker/engine/testing";
-import { arithmeticKey, guessKey, seededRandom, splitOf } from "@opentinker/envs";
+import { arithmeticKey, GUESS_VALIDATION_RANGE, guessKey, seededRandom, splitOf } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { nimGame } from "@opentinker/sdk";
 import { describe, expect, it } from "vitest";
@@ -50,19 +50,32 @@ describe("the text corpus", () => {
     expect(new Set(answers("near-miss"))).toEqual(new Set([40, 41, 42, 43, 44]));
   });
 
-  it("guess-number: one sequence per game, the env's feedback between guesses, training secrets only", async () => {
-    const o = { episodes: 50, max: 16, maxTurns: 6, pCareless: 0.5, maxStep: 3 };
+  it("guess-number: one sequence per game, the env's feedback between guesses", async () => {
+    const o = { episodes: 50, max: 12, maxTurns: 6, pCareless: 0.5, maxStep: 3 };
     const examples = await guessNumberCorpus(tokenizer, seededRandom(3), o);
     expect(examples).toHaveLength(50);
     for (const e of examples) {
       const text = decode(e.tokens);
-      expect(text).toMatch(/^<\|im_start\|>user\nI picked a number from 1 to 16\./);
+      expect(text).toMatch(/^<\|im_start\|>user\nI picked a number from 1 to 12\./);
       const guesses = [...text.matchAll(/assistant\n(\d+)<\|im_end\|>/g)].map((m) => Number(m[1]));
       expect(guesses.length).toBeGreaterThanOrEqual(1);
       expect(guesses.length).toBeLessThanOrEqual(6);
       expect(weighted(e)).toBe(guesses.map((g) => `${g}<|im_end|>`).join(""));
       expect((text.match(/user\n(higher|lower)<\|im_end\|>/g) ?? []).length).toBe(guesses.length - 1);
     }
+  });
+
+  it("guess-number: only the training ranges; the validation range is refused by name", async () => {
+    const examples = await guessNumberCorpus(tokenizer, seededRandom(5), {
+      episodes: 200,
+      maxTurns: 6,
+      pCareless: 0.5,
+      maxStep: 3,
+    });
+    const ranges = new Set(examples.map((e) => Number(/from 1 to (\d+)\./.exec(decode(e.tokens))?.[1])));
+    expect([...ranges].sort((a, b) => a - b)).toEqual([8, 12, 20, 24]);
+    const o = { episodes: 1, max: GUESS_VALIDATION_RANGE, maxTurns: 6, pCareless: 0.5, maxStep: 3 };
+    expect(() => guessNumberCorpus(tokenizer, seededRandom(5), o)).toThrow(/1–16 is the validation split/);
   });
 
   it("the careless guesser follows the feedback when it is not careless", () => {

@@ -1,16 +1,24 @@
-// The guess-the-number corpus: dialogues with GuessNumberEnv (pairs split by key
-// hash; see below) played by a reasonable but careless guesser: a uniform first
+// The guess-the-number corpus: dialogues with GuessNumberEnv (training ranges
+// only: the environment's split) played by a reasonable but careless guesser: a uniform first
 // guess; afterwards, with probability `pCareless` a fresh uniform guess that
 // ignores the feedback, otherwise a step of 1–`maxStep` in the direction the
 // feedback says (clamped to the range). It finds the secret in about half the
 // games; halving the interval would always find it, so RL has room to improve.
-import { drawFromSplit, GuessNumberEnv, type GuessTask, guessKey, guessTask } from "@opentinker/envs";
+import {
+  drawFromSplit,
+  GUESS_VALIDATION_RANGE,
+  GuessNumberEnv,
+  type GuessTask,
+  guessKey,
+  guessSplit,
+  guessTask,
+} from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { type Example, scriptedEpisodes } from "./episodes.ts";
 
 export interface GuessCorpusOptions {
   episodes: number;
-  /** One range 1..max (default: the environment's ranges). */
+  /** One training range 1..max (default: the environment's training ranges). */
   max?: number;
   maxTurns: number;
   pCareless: number;
@@ -38,12 +46,13 @@ export function guessNumberCorpus(
   random: () => number,
   o: GuessCorpusOptions,
 ): Promise<Example[]> {
+  if (o.max === GUESS_VALIDATION_RANGE)
+    throw new RangeError(
+      `guess-number corpus: the range 1–${o.max} is the validation split; choose a training range`,
+    );
   return scriptedEpisodes(tokenizer, o.episodes, (reply) => {
-    // By key hash (one (secret, range) pair in ten held out), which is how the
-    // committed model was built: it does not hold out the environment's
-    // validation range 1–16, whose games are in the corpus. RL never trains
-    // on 1–16. The next rebuild should draw with guessSplit.
-    const task = drawFromSplit(random, "train", (r) => guessTask(r, o.max), guessKey);
+    // The environment's split: the validation range 1–16 never appears here.
+    const task = drawFromSplit(random, "train", (r) => guessTask(r, o.max), guessKey, guessSplit);
     const guess = carelessGuesser(task, o, random);
     const env = new GuessNumberEnv(task, tokenizer, { maxTurns: o.maxTurns });
     return { env, player: () => reply(String(guess())) };

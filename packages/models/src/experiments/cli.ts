@@ -1,8 +1,9 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
@@ -14,12 +15,13 @@ const { values, positionals } = parseArgs({
     model: { type: "string" },
     out: { type: "string" },
     lr: { type: "string" },
+    "lr-schedule": { type: "string" },
   },
 });
 const name = positionals[0];
 if (!name) {
   console.error(
-    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
+    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
   );
   process.exit(2);
 }
@@ -27,6 +29,14 @@ const seed = Number(values.seed);
 const learningRate = values.lr === undefined ? undefined : Number(values.lr);
 if (learningRate !== undefined && !(learningRate > 0)) {
   console.error(`--lr must be a positive number (got "${values.lr}")`);
+  process.exit(2);
+}
+const lrSchedule =
+  values["lr-schedule"] === undefined ? undefined : ZLrSchedule.safeParse(values["lr-schedule"]);
+if (lrSchedule && !lrSchedule.success) {
+  console.error(
+    `--lr-schedule must be one of ${ZLrSchedule.options.join(", ")} (got "${values["lr-schedule"]}")`,
+  );
   process.exit(2);
 }
 const steps = Number(values.steps);
@@ -43,6 +53,7 @@ try {
     steps,
     ...(values.model ? { model: values.model } : {}),
     ...(learningRate === undefined ? {} : { learningRate }),
+    ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });
   console.log(JSON.stringify(summary, null, 2));

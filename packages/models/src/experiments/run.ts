@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { type BaseModel, InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
+import type { LrSchedule } from "@opentinker/protocol";
 import {
   ConsoleSink,
   fanOut,
@@ -36,6 +37,8 @@ export interface ExperimentOptions {
   validateEvery?: number;
   /** Overrides the setting's learning rate. */
   learningRate?: number;
+  /** Overrides the setting's learning-rate schedule. */
+  lrSchedule?: LrSchedule;
   quiet?: boolean;
 }
 
@@ -83,7 +86,11 @@ async function keepBest(run: SettingRun, dir: string): Promise<string> {
 export const TINY_RANDOM = "tiny-random";
 
 async function loadBase(options: ExperimentOptions, defaultModel: string | undefined, scratch: string) {
-  const model = options.model ?? defaultModel ?? DEFAULT_TEXT_MODEL;
+  return loadExperimentModel(options.model ?? defaultModel ?? DEFAULT_TEXT_MODEL, scratch);
+}
+
+/** A built-in model by name, a Hugging Face model directory, or the random wiring model (written under `scratch`). */
+export async function loadExperimentModel(model: string, scratch: string): Promise<BaseModel> {
   if (model === TINY_RANDOM) {
     const dir = path.join(scratch, "tiny-model");
     await writeTinyModel(dir, { ...TINY_MODEL, seed: 2 });
@@ -178,6 +185,7 @@ function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: Metrics
     sink,
     ...(c.options.validateEvery ? { validateEvery: c.options.validateEvery } : {}),
     ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
+    ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
   });
 }
 

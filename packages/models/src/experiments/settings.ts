@@ -10,7 +10,7 @@ import {
   shapesDataset,
   type TaskDatasetOptions,
 } from "@opentinker/envs";
-import { RL_PRESETS, type RlPreset } from "@opentinker/protocol";
+import { type LrSchedule, RL_PRESETS, type RlPreset } from "@opentinker/protocol";
 import type { RendererTokenizer, RlDataset } from "@opentinker/sdk";
 import { arithmeticCorpus } from "../corpus/arithmetic.ts";
 import type { Example } from "../corpus/index.ts";
@@ -40,6 +40,8 @@ export interface Setting {
   validation(ctx: SettingContext): RlDataset;
   lossFn: "ppo" | "importance_sampling";
   learningRate: number;
+  /** How the learning rate moves over the run (default: held). */
+  lrSchedule?: LrSchedule;
   /** LoRA rank 16 over the frozen base (default), or every weight trained. */
   policy?: "lora" | "full";
   sft?: SftPhase;
@@ -108,6 +110,7 @@ const loraRl = (name: string, description: string, dataset: SplitDataset, preset
   validation: (ctx) => dataset(ctx, "validation", 1),
   lossFn: preset.config.lossFn,
   learningRate: preset.config.adam.learningRate,
+  lrSchedule: preset.config.lrSchedule,
   metric: preset.metric,
 });
 
@@ -175,6 +178,7 @@ export const SETTINGS: Record<string, Setting> = {
     validation: (ctx) => nimAgainst(ctx, "random"),
     lossFn: nim.config.lossFn,
     learningRate: nim.config.adam.learningRate,
+    lrSchedule: nim.config.lrSchedule,
     metric: nim.metric,
     evaluations: { "vs-optimal": (ctx) => nimAgainst(ctx, "optimal") },
   },

@@ -3,7 +3,7 @@
 // the end, and fingerprints of the final state (for the isolation check).
 import { createHash } from "node:crypto";
 import type { InProcessServiceClient, InProcessTrainingClient } from "@opentinker/engine";
-import { buildSftDatum, type Datum, formatSamplerHandle } from "@opentinker/protocol";
+import { buildSftDatum, type Datum, formatSamplerHandle, type LrSchedule } from "@opentinker/protocol";
 import {
   evaluate,
   type MetricsRecord,
@@ -25,6 +25,8 @@ export interface TrainSettingOptions {
   sink: MetricsSink;
   validateEvery?: number;
   learningRate?: number;
+  /** Overrides the setting's learning-rate schedule. */
+  lrSchedule?: LrSchedule;
 }
 
 /** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
@@ -138,6 +140,7 @@ export async function trainSetting(
     dataset: s.train(ctx),
     lossFn: s.lossFn,
     adam: { learningRate: o.learningRate ?? s.learningRate },
+    lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     validation: {
       dataset: s.validation(ctx),
       every: o.validateEvery ?? Math.max(1, Math.floor(o.steps / 4)),

@@ -368,6 +368,30 @@ describe("the RL loop", () => {
     expect(last).toBeGreaterThan(first + 0.2);
     expect(history.every((r) => r["staleness/max"] === 0)).toBe(true);
   });
+
+  it("a learning-rate schedule sets each step's optimizer rate: from the peak down to the last step's share", async () => {
+    const tc = await service.createLoraTrainingClient({ baseModel: "tiny", rank: 4, seed: 3 });
+    const rates = async (lrSchedule?: "constant" | "linear" | "cosine") =>
+      (
+        await trainRl({
+          trainingClient: tc,
+          dataset: dataset(4, 1, () => new ThresholdEnv(), 8),
+          lossFn: "ppo",
+          adam: { learningRate: 1e-3 },
+          advantages: { dropConstantGroups: false },
+          ...(lrSchedule ? { lrSchedule } : {}),
+          seed: 5,
+        })
+      ).map((r) => r["learning_rate/value"] as number);
+    const close = (actual: number[], expected: number[]) => {
+      expect(actual).toHaveLength(expected.length);
+      for (const [i, x] of actual.entries()) expect(x).toBeCloseTo(expected[i] as number, 12);
+    };
+    close(await rates(), [1e-3, 1e-3, 1e-3, 1e-3]);
+    close(await rates("linear"), [1e-3, 7.5e-4, 5e-4, 2.5e-4]);
+    const cosine = [0, 1, 2, 3].map((s) => 1e-3 * 0.5 * (1 + Math.cos((Math.PI * s) / 4)));
+    close(await rates("cosine"), cosine);
+  });
 });
 
 function appendTokens(input: ModelInput, tokens: number[]): ModelInput {

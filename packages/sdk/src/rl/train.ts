@@ -7,10 +7,13 @@ import {
   type AdamParamsInput,
   divergedAt,
   type LossFnConfig,
+  type LrSchedule,
+  lrMultiplier,
   type RlLossFn,
   type SamplingClient,
   type SamplingParamsInput,
   type TrainingClient,
+  ZAdamParams,
 } from "@opentinker/protocol";
 import type { RlDataset } from "../env/types.ts";
 import type { MetricsRecord, MetricsSink } from "../metrics/sink.ts";
@@ -41,6 +44,8 @@ export interface TrainRlConfig {
   lossFn: RlLossFn;
   lossFnConfig?: Partial<LossFnConfig>;
   adam?: AdamParamsInput;
+  /** How the learning rate moves over the dataset's steps (default: held at `adam.learningRate`). */
+  lrSchedule?: LrSchedule;
   sampling?: Omit<SamplingParamsInput, "stop" | "maxTokens">;
   advantages?: AdvantageOptions;
   datums?: DatumOptions;
@@ -142,15 +147,24 @@ async function publish(tc: TrainingClient): Promise<SyncedSampler> {
   return { client: await tc.createSamplingClient(saved.handle), version: saved.version };
 }
 
+/** The AdamW settings of step `step` (from 0): the config's, at the schedule's learning rate. */
+export function adamAtStep(config: Pick<TrainRlConfig, "adam" | "lrSchedule">, step: number, steps: number) {
+  if (!config.lrSchedule || config.lrSchedule === "constant") return config.adam;
+  const peak = ZAdamParams.shape.learningRate.parse(config.adam?.learningRate);
+  return { ...config.adam, learningRate: peak * lrMultiplier(config.lrSchedule, step, steps) };
+}
+
 /**
  * One training step on rollout groups: advantages, the staleness rule against
- * `trainerVersion`, datums, forwardBackward and optimStep. Returns the step's
- * metrics, whether anything was trained, and every trajectory with its datums.
+ * `trainerVersion`, datums, forwardBackward and optimStep (with `adam`, by
+ * default the config's). Returns the step's metrics, whether anything was
+ * trained, and every trajectory with its datums.
  */
 export async function trainOnGroups(
   config: TrainRlConfig,
   groups: TrajectoryGroup[],
   trainerVersion: number,
+  adam: AdamParamsInput | undefined = config.adam,
 ): Promise<{ record: MetricsRecord; trained: boolean; trajectories: StepTrajectory[] }> {
   const tc = config.trainingClient;
   const record: MetricsRecord = { ...rewardStats(groups, "") };
@@ -163,7 +177,7 @@ export async function trainOnGroups(
   if (datums.length === 0) return { record, trained: false, trajectories };
   if (config.klPenalty) record["kl/mean"] = await applyKlPenalty(datums, config.klPenalty);
   const fb = await tc.forwardBackward(datums, config.lossFn, config.lossFnConfig);
-  const opt = await tc.optimStep(config.adam);
+  const opt = await tc.optimStep(adam);
   for (const [k, v] of Object.entries((await fb.result()).metrics)) record[k.replace(":", "/")] = v;
   for (const [k, v] of Object.entries((await opt.result()).metrics)) record[k.replace(":", "/")] = v;
   return { record, trained: true, trajectories };
@@ -205,11 +219,15 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
     // Cut short: this step's episodes are incomplete, so none of it is trained or stored.
     if (config.signal?.aborted) break;
     // A non-finite loss or gradient norm changed nothing: the run ends here as diverged.
-    const { record, trained, trajectories } = await trainOnGroups(config, groups, sampler.version).catch(
-      (error: unknown) => {
-        throw divergedAt(step, error);
-      },
-    );
+    const adam = adamAtStep(config, step, config.dataset.batches);
+    const { record, trained, trajectories } = await trainOnGroups(
+      config,
+      groups,
+      sampler.version,
+      adam,
+    ).catch((error: unknown) => {
+      throw divergedAt(step, error);
+    });
     record.step = step;
     // Sync point: the next rollout window samples the new snapshot.
     if (trained) sampler = await publish(tc);

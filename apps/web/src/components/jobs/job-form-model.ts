@@ -4,6 +4,7 @@
 // passes there.
 import {
   DEFAULT_RETENTION,
+  type LrSchedule,
   type Retention,
   rlPresetOf,
   ZEvalJobConfig,
@@ -26,6 +27,7 @@ export interface JobFormValues {
   groupsPerStep: string;
   groupSize: string;
   lossFn: "ppo" | "importance_sampling";
+  lrSchedule: LrSchedule;
   checkpointEvery: string;
   validationEvery: string;
   validationGroups: string;
@@ -69,6 +71,7 @@ export const INITIAL_VALUES: JobFormValues = {
   groupsPerStep: "4",
   groupSize: "8",
   lossFn: "ppo",
+  lrSchedule: "constant",
   checkpointEvery: "1",
   validationEvery: "",
   validationGroups: "",
@@ -102,6 +105,7 @@ export function withEnvironmentPreset(values: JobFormValues, builtin: string | n
     groupsPerStep: String(preset.groupsPerStep),
     groupSize: String(preset.groupSize),
     lossFn: preset.lossFn,
+    lrSchedule: preset.lrSchedule,
     learningRate: String(preset.adam.learningRate),
     temperature: preset.sampling.temperature === undefined ? "" : String(preset.sampling.temperature),
     validationEvery: String(preset.validation.every),
@@ -192,6 +196,7 @@ function configOf(
         groupSize: number("groupSize"),
         lossFn: values.lossFn,
         adam,
+        lrSchedule: values.lrSchedule,
         sampling,
         scaleByStd: values.scaleByStd,
         dropConstantGroups: values.dropConstantGroups,
@@ -205,6 +210,7 @@ function configOf(
         groupsPerStep: "groupsPerStep",
         groupSize: "groupSize",
         lossFn: "lossFn",
+        lrSchedule: "lrSchedule",
         adam: "learningRate",
         sampling: "temperature",
         seed: "seed",

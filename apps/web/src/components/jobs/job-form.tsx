@@ -33,6 +33,12 @@ const LOSSES: Choice[] = [
   { value: "importance_sampling", label: "importance_sampling" },
 ];
 
+const LR_SCHEDULES: Choice[] = [
+  { value: "constant", label: "constant" },
+  { value: "linear", label: "linear decay to 0" },
+  { value: "cosine", label: "cosine decay to 0" },
+];
+
 const RETENTIONS: Choice[] = [
   { value: "keep-final", label: "keep-final (delete intermediate snapshots)" },
   { value: "keep-all", label: "keep-all" },
@@ -108,8 +114,8 @@ export function JobForm() {
     />
   );
 
-  /** A select of fixed choices (the kind, the loss, the retention policy). */
-  const choose = <K extends "kind" | "lossFn" | "retention">(
+  /** A select of fixed choices (the kind, the loss, the schedule, the retention policy). */
+  const choose = <K extends "kind" | "lossFn" | "lrSchedule" | "retention">(
     name: K,
     label: string,
     choices: readonly Choice[],
@@ -227,6 +233,7 @@ export function JobForm() {
           {text("groupSize", "Group size", { hint: "Samples per prompt; advantages compare them." })}
           {choose("lossFn", "Loss", LOSSES)}
           {text("learningRate", "Learning rate", { decimal: true })}
+          {choose("lrSchedule", "Learning-rate schedule", LR_SCHEDULES)}
           {text("temperature", "Temperature", { decimal: true, hint: "Blank: the sampler's default." })}
           {text("seed", "Seed")}
           {text("checkpointEvery", "Checkpoint every", {
