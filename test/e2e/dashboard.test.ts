@@ -606,10 +606,12 @@ describe("dashboard", () => {
   it("shows a diverging job FAILED with the step it diverged at", async () => {
     // The largest alpha and learning rate the schemas allow, and a format penalty
     // (finite, -1e38) whose advantages overflow float32: the first step with a
-    // malformed answer among right ones has a non-finite gradient norm. (Alpha and
-    // learning rate alone do not diverge: tiny-random answers every arithmetic
-    // problem malformed, so its groups carry no signal, and the pretrained text
-    // model's policy collapses to one answer instead.)
+    // malformed answer among well-formed ones has a non-finite gradient norm. Two
+    // tokens per answer make every answer of two or more characters malformed (no
+    // end of turn), so the first step's groups mix both whatever the model knows.
+    // (Alpha and learning rate alone do not diverge: tiny-random answers every
+    // arithmetic problem malformed, so its groups carry no signal, and the
+    // pretrained text model's policy collapses to one answer instead.)
     const adapter = await post("/adapters", {
       name: "e2e-diverging",
       baseModel: "opentinker-text-tiny",
@@ -620,7 +622,7 @@ describe("dashboard", () => {
       name: "diverging-env",
       kind: "BUILTIN",
       builtin: "arithmetic",
-      config: { formatPenalty: -1e38 },
+      config: { formatPenalty: -1e38, maxTokens: 2 },
     });
     const job = await post("/jobs", {
       kind: "RL",
