@@ -14,11 +14,17 @@ import {
 export interface ArithmeticTask {
   a: number;
   b: number;
-  op: "+" | "-" | "*";
+  op: ArithmeticOp;
   answer: number;
 }
 
-const OPS = ["+", "-", "*"] as const;
+/** The operators of the arithmetic tasks (and of the calculator's calls). */
+export const ARITHMETIC_OPS = ["+", "-", "*"] as const;
+export type ArithmeticOp = (typeof ARITHMETIC_OPS)[number];
+
+/** What `a op b` is: the one home of the operators' meaning. */
+export const applyOp = (op: ArithmeticOp, a: number, b: number): number =>
+  op === "+" ? a + b : op === "-" ? a - b : a * b;
 
 /**
  * Operands 0–12: 507 problems, small enough that the built-in text model learns
@@ -30,9 +36,8 @@ export const ARITHMETIC_MAX_OPERAND = 12;
 export function arithmeticTask(random: () => number, maxOperand = ARITHMETIC_MAX_OPERAND): ArithmeticTask {
   const a = Math.floor(random() * (maxOperand + 1));
   const b = Math.floor(random() * (maxOperand + 1));
-  const op = OPS[Math.floor(random() * OPS.length)] as ArithmeticTask["op"];
-  const answer = op === "+" ? a + b : op === "-" ? a - b : a * b;
-  return { a, b, op, answer };
+  const op = ARITHMETIC_OPS[Math.floor(random() * ARITHMETIC_OPS.length)] as ArithmeticOp;
+  return { a, b, op, answer: applyOp(op, a, b) };
 }
 
 export const arithmeticKey = (t: ArithmeticTask) => `${t.a}${t.op}${t.b}`;

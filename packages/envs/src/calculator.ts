@@ -8,6 +8,7 @@
 // so a policy that learns when to call pays the cost only where it helps.
 import type { ModelInput } from "@opentinker/protocol";
 import type { ChatRenderer, Env, RendererTokenizer, RlDataset, StepResult } from "@opentinker/sdk";
+import { ARITHMETIC_OPS, type ArithmeticOp, applyOp } from "./arithmetic.ts";
 import { type Split, splitOf } from "./split.ts";
 import {
   appendReply,
@@ -20,7 +21,7 @@ import {
   taskDataset,
 } from "./text-env.ts";
 
-export type CalculatorOp = "+" | "-" | "*";
+export type CalculatorOp = ArithmeticOp;
 export type CalculatorSize = "small" | "large";
 
 export interface CalculatorTask {
@@ -42,11 +43,6 @@ export const CALCULATOR_MAX_TOKENS = 16;
 export const CALCULATOR_SYSTEM =
   "You have a calculator: write calc and an expression, such as calc 12 * 34, and it replies with the result.";
 
-const OPS: readonly CalculatorOp[] = ["+", "-", "*"];
-
-export const applyOp = (op: CalculatorOp, a: number, b: number): number =>
-  op === "+" ? a + b : op === "-" ? a - b : a * b;
-
 const uniform = (random: () => number, lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
 
 /**
@@ -60,7 +56,7 @@ const uniform = (random: () => number, lo: number, hi: number) => lo + Math.floo
 export function calculatorTask(random: () => number, split?: Split): CalculatorTask {
   const size: CalculatorSize = random() < 0.5 ? "small" : "large";
   for (;;) {
-    const op = OPS[Math.floor(random() * OPS.length)] as CalculatorOp;
+    const op = ARITHMETIC_OPS[Math.floor(random() * ARITHMETIC_OPS.length)] as CalculatorOp;
     const [lo, hi] = size === "small" ? [0, 9] : op === "*" ? [10, 99] : [100, 999];
     const a = uniform(random, lo, hi);
     const b = uniform(random, lo, hi);

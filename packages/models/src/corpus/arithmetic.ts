@@ -5,8 +5,10 @@
 // partly right. README.md records how each kind started and how short RL runs
 // moved it; the built-in model uses "near-miss".
 import {
+  ARITHMETIC_OPS,
   ArithmeticEnv,
   type ArithmeticTask,
+  applyOp,
   arithmeticKey,
   arithmeticTask,
   drawFromSplit,
@@ -25,11 +27,6 @@ export interface ArithmeticCorpusOptions {
 
 const NEAR_MISSES = [-2, -1, 1, 2] as const;
 
-const OPERATORS = ["+", "-", "*"] as const;
-
-const apply = (op: ArithmeticTask["op"], a: number, b: number) =>
-  op === "+" ? a + b : op === "-" ? a - b : a * b;
-
 const pick = <T>(items: readonly T[], random: () => number): T =>
   items[Math.floor(random() * items.length)] as T;
 
@@ -44,10 +41,10 @@ export function studentAnswer(
   if (mistake === "near-miss") return task.answer + pick(NEAR_MISSES, random);
   if (mistake === "copy-operand") return pick([task.a, task.b], random);
   const other = pick(
-    OPERATORS.filter((op) => op !== task.op),
+    ARITHMETIC_OPS.filter((op) => op !== task.op),
     random,
   );
-  return apply(other, task.a, task.b);
+  return applyOp(other, task.a, task.b);
 }
 
 export function arithmeticCorpus(

@@ -13,8 +13,10 @@ import path from "node:path";
 import { InProcessServiceClient } from "@opentinker/engine";
 import {
   ARITHMETIC_MAX_OPERAND,
+  ARITHMETIC_OPS,
   ArithmeticEnv,
   type ArithmeticTask,
+  applyOp,
   arithmeticKey,
   splitOf,
 } from "@opentinker/envs";
@@ -34,10 +36,9 @@ const OFFSETS = [-3, -2, -1, 0, 1, 2, 3] as const;
 
 function everyTask(): ArithmeticTask[] {
   const tasks: ArithmeticTask[] = [];
-  for (const op of ["+", "-", "*"] as const)
+  for (const op of ARITHMETIC_OPS)
     for (let a = 0; a <= ARITHMETIC_MAX_OPERAND; a++)
-      for (let b = 0; b <= ARITHMETIC_MAX_OPERAND; b++)
-        tasks.push({ a, b, op, answer: op === "+" ? a + b : op === "-" ? a - b : a * b });
+      for (let b = 0; b <= ARITHMETIC_MAX_OPERAND; b++) tasks.push({ a, b, op, answer: applyOp(op, a, b) });
   return tasks;
 }
 
