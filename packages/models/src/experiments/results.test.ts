@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkRun, regenerateResults, spliceResults } from "./results.ts";
+import { checkRun, regenerateResults, riseZ, spliceResults, TARGET } from "./results.ts";
 import type { RunSummary } from "./run.ts";
 
 const run = (over: Partial<RunSummary>): RunSummary => ({
@@ -12,6 +12,7 @@ const run = (over: Partial<RunSummary>): RunSummary => ({
   validationEnd: 0.45,
   malformedStart: 0.02,
   malformedEnd: 0.02,
+  checkEpisodes: 1024,
   validationMetrics: { start: {}, end: {} },
   stateSha256: "",
   snapshotChecksum: "",
@@ -22,7 +23,18 @@ const run = (over: Partial<RunSummary>): RunSummary => ({
 describe("the results target", () => {
   it("holds for a gain of 20 points or more, with no rise in malformed actions", () => {
     expect(checkRun(run({}), 600)).toMatchObject({ met: true, misses: [] });
+    // 21 → 31 of 1,024 is within chance (z ≈ 1.8); 21 → 51 is not.
     expect(checkRun(run({ malformedEnd: 0.03 }), 600).met).toBe(true);
+    expect(checkRun(run({ malformedStart: 0, malformedEnd: 0 }), 600).met).toBe(true);
+  });
+
+  it("counts a rise in malformed actions when chance would explain it less than once in a hundred", () => {
+    expect(riseZ(0.02, 0.02, 1024)).toBe(0);
+    expect(riseZ(0.02, 0.01, 1024)).toBeLessThan(0);
+    // The full-parameter SFT->RL rise once rescored on 2,048 episodes: 9 → 37.
+    expect(riseZ(9 / 2048, 37 / 2048, 2048)).toBeGreaterThan(TARGET.malformedZ);
+    // The same rates on 128 episodes are not told apart from chance.
+    expect(riseZ(9 / 2048, 37 / 2048, 128)).toBeLessThan(TARGET.malformedZ);
   });
 
   it("names each way a run falls short", () => {

@@ -13,9 +13,20 @@ export const TARGET = {
   gain: 0.2,
   /** Wall time of one run on the 2-core VM. */
   seconds: 20 * 60,
-  /** How much the malformed rate may rise before it counts as a rise: one point, about one episode in 128. */
-  malformedSlack: 0.01,
+  /**
+   * A rise in malformed actions counts when chance would explain it less than
+   * once in a hundred: the one-sided two-proportion z score, start against end
+   * on the same number of episodes, above this.
+   */
+  malformedZ: 2.33,
 } as const;
+
+/** The z score of a rise from `start` to `end`, each a rate over `episodes` episodes (0 when nothing was malformed). */
+export function riseZ(start: number, end: number, episodes: number): number {
+  const pooled = (start + end) / 2;
+  const spread = Math.sqrt((pooled * (1 - pooled) * 2) / episodes);
+  return spread > 0 ? (end - start) / spread : 0;
+}
 
 export interface TargetCheck {
   gain: number;
@@ -32,7 +43,7 @@ export function checkRun(run: RunSummary, seconds: number): TargetCheck {
   const gain = run.validationEnd - run.validationStart;
   const misses: string[] = [];
   if (gain < TARGET.gain) misses.push(`gain ${points(gain)} < +${100 * TARGET.gain}`);
-  if (run.malformedEnd > run.malformedStart + TARGET.malformedSlack)
+  if (riseZ(run.malformedStart, run.malformedEnd, run.checkEpisodes) > TARGET.malformedZ)
     misses.push(`malformed rose ${pct(run.malformedStart)} → ${pct(run.malformedEnd)}`);
   if (run.best.value < run.validationStart) misses.push("best kept below the start");
   if (seconds > TARGET.seconds) misses.push(`took ${Math.round(seconds)} s`);
@@ -42,12 +53,18 @@ export function checkRun(run: RunSummary, seconds: number): TargetCheck {
 /** Each trained policy of a run: the run itself, or each member of a pair. */
 const policiesOf = (s: ExperimentSummary): RunSummary[] => s.members ?? [s];
 
+/** Counts as well as rates: "5 → 19 of 1,024". */
+function malformedCell(run: RunSummary): string {
+  const count = (rate: number) => Math.round(rate * run.checkEpisodes);
+  return `${count(run.malformedStart)} → ${count(run.malformedEnd)} of ${run.checkEpisodes.toLocaleString("en")}`;
+}
+
 function row(s: ExperimentSummary, run: RunSummary): string {
   const check = checkRun(run, s.seconds);
   const sft = run.validationAfterSft === undefined ? "" : ` → ${pct(run.validationAfterSft)} (SFT)`;
   const best = `${pct(run.best.value)} (step ${run.best.step})`;
   const target = check.met ? "met" : `**not met**: ${check.misses.join("; ")}`;
-  return `| ${run.setting} | ${s.seed} | ${s.steps} | ${run.metric} | ${pct(run.validationStart)}${sft} → ${pct(run.validationEnd)} | ${points(check.gain)} | ${best} | ${pct(run.malformedStart)} → ${pct(run.malformedEnd)} | ${Math.round(s.seconds)} s | ${target} |`;
+  return `| ${run.setting} | ${s.seed} | ${s.steps} | ${run.metric} | ${pct(run.validationStart)}${sft} → ${pct(run.validationEnd)} | ${points(check.gain)} | ${best} | ${malformedCell(run)} | ${Math.round(s.seconds)} s | ${target} |`;
 }
 
 /** The generated table of a setting's runs, one row per trained policy and seed. */

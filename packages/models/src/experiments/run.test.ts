@@ -5,6 +5,7 @@ import { checksumFiles } from "@opentinker/store";
 import { describe, expect, it } from "vitest";
 import { type ExperimentSummary, runExperiment } from "./run.ts";
 import { SETTINGS } from "./settings.ts";
+import { CHECK_BATCHES } from "./train-setting.ts";
 
 const readJsonl = async (file: string) =>
   (await readFile(file, "utf8"))
@@ -64,6 +65,9 @@ describe("the experiment runner", () => {
           lines.every((l) => typeof l[malformed] === "number" && typeof l[`val/${malformed}`] === "number"),
         ).toBe(true);
         expect(summary.stateSha256).toMatch(/^[0-9a-f]{64}$/);
+        // The start and end checks draw CHECK_BATCHES validation batches of the same size.
+        expect(summary.checkEpisodes).toBeGreaterThan(0);
+        expect(summary.checkEpisodes % CHECK_BATCHES).toBe(0);
         expect(typeof summary.validationMetrics.end["val/reward/mean"]).toBe("number");
         if (SETTINGS[name]?.sft) expect(typeof summary.validationAfterSft).toBe("number");
         if (name.startsWith("nim")) expect(summary.evaluations?.["vs-optimal"]).toBeDefined();

@@ -46,6 +46,7 @@ export interface ExperimentOptions {
 export interface RunSummary {
   setting: string;
   metric: string;
+  /** The start and end figures are each measured on `checkEpisodes` validation episodes. */
   validationStart: number;
   /** After the SFT phase, for settings that have one. */
   validationAfterSft?: number;
@@ -53,6 +54,10 @@ export interface RunSummary {
   /** Malformed or illegal actions in validation, at the start and the end. */
   malformedStart: number;
   malformedEnd: number;
+  /** After the SFT phase, for settings that have one: what RL starts from. */
+  malformedAfterSft?: number;
+  /** Validation episodes behind each of the start and end figures. */
+  checkEpisodes: number;
   /** Every validation metric at the start and the end (the reward, the environments' own metrics). */
   validationMetrics: { start: Record<string, number>; end: Record<string, number> };
   /** Further evaluations (start and end). */

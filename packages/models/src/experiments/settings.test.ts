@@ -6,6 +6,7 @@ import type { RendererTokenizer } from "@opentinker/sdk";
 import { describe, expect, it } from "vitest";
 import { builtInModel, DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { SETTINGS } from "./settings.ts";
+import { CHECK_BATCHES } from "./train-setting.ts";
 
 const SETTING_OF: Record<keyof typeof RL_PRESETS, string> = {
   arithmetic: "arithmetic-lora-rl",
@@ -38,6 +39,10 @@ describe("experiment settings and presets", () => {
       expect(trainGroups).toHaveLength(preset.config.groupsPerStep);
       const validation = setting.validation(ctx).batch(0);
       expect(validation).toHaveLength(preset.config.validation.groups);
+      // The runner's start and end checks: more batches of the same split, each drawn anew.
+      const checks = setting.validation(ctx, CHECK_BATCHES);
+      expect(checks.batches).toBe(CHECK_BATCHES);
+      expect(checks.batch(1)).toHaveLength(preset.config.validation.groups);
       // A group's size: attempts per prompt, or games per group (nim: each seat of a self-play game is an env).
       const envs = await (validation[0] as (typeof validation)[number]).makeEnvs();
       expect(envs.length % preset.config.validation.groupSize).toBe(0);

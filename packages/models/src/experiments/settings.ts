@@ -37,7 +37,8 @@ export interface Setting {
   /** The run's length as docs/results.md measures it (the preset's steps). */
   steps: number;
   train(ctx: SettingContext): RlDataset;
-  validation(ctx: SettingContext): RlDataset;
+  /** The held-out split: `batches` draws (default one; the runner's start and end checks take more). */
+  validation(ctx: SettingContext, batches?: number): RlDataset;
   lossFn: "ppo" | "importance_sampling";
   learningRate: number;
   /** How the learning rate moves over the run (default: held). */
@@ -107,7 +108,7 @@ const loraRl = (name: string, description: string, dataset: SplitDataset, preset
   description,
   steps: preset.config.steps,
   train: (ctx) => dataset(ctx, "train", ctx.steps),
-  validation: (ctx) => dataset(ctx, "validation", 1),
+  validation: (ctx, batches = 1) => dataset(ctx, "validation", batches),
   lossFn: preset.config.lossFn,
   learningRate: preset.config.adam.learningRate,
   lrSchedule: preset.config.lrSchedule,
@@ -115,10 +116,10 @@ const loraRl = (name: string, description: string, dataset: SplitDataset, preset
 });
 
 const nim = RL_PRESETS.nim;
-const nimAgainst = (ctx: SettingContext, opponent: "random" | "optimal") =>
+const nimAgainst = (ctx: SettingContext, opponent: "random" | "optimal", batches = 1) =>
   nimEvaluationDataset({
     seed: ctx.seed + 1,
-    batches: 1,
+    batches,
     groupsPerBatch: nim.config.validation.groups,
     games: nim.config.validation.groupSize,
     opponent,
@@ -175,7 +176,7 @@ export const SETTINGS: Record<string, Setting> = {
         groupsPerBatch: nim.config.groupsPerStep,
         games: nim.config.groupSize,
       }),
-    validation: (ctx) => nimAgainst(ctx, "random"),
+    validation: (ctx, batches) => nimAgainst(ctx, "random", batches),
     lossFn: nim.config.lossFn,
     learningRate: nim.config.adam.learningRate,
     lrSchedule: nim.config.lrSchedule,

@@ -49,6 +49,12 @@ export interface SettingRun {
 }
 
 const LORA_RANK = 16;
+/**
+ * The start and end checks draw this many validation batches (1,024 episodes
+ * for a 128-episode batch): a rise of one malformed answer in a hundred is
+ * then told apart from chance, which one batch cannot do.
+ */
+export const CHECK_BATCHES = 8;
 
 async function trainingClient(svc: InProcessServiceClient, s: Setting, baseModel: string, seed: number) {
   return s.policy === "full"
@@ -66,13 +72,17 @@ async function evaluateNow(
   const saved = await (await tc.saveWeightsForSampler("evaluate")).result();
   const sampler = { client: await tc.createSamplingClient(saved.handle), version: saved.version };
   const version = saved.version;
-  const out: Record<string, { value: number; malformed: number; metrics: Record<string, number> }> = {};
+  const out: Record<
+    string,
+    { value: number; malformed: number; episodes: number; metrics: Record<string, number> }
+  > = {};
   for (const [name, dataset] of Object.entries(datasets)) {
-    const { metrics } = await evaluate(sampler, dataset, { seed });
+    const { groups, metrics } = await evaluate(sampler, dataset, { seed });
     const { step: _, ...named } = metrics;
     out[name] = {
       value: metrics[`val/${metric}`] ?? 0,
       malformed: malformedRate(metrics, "val/"),
+      episodes: groups.reduce((n, g) => n + g.trajectories.length, 0),
       metrics: named,
     };
   }
@@ -116,13 +126,13 @@ export async function trainSetting(
   const tc = await trainingClient(svc, s, o.baseModel, o.seed);
   // Fresh datasets for each evaluation: an opponent may carry random state between games.
   const evaluationSets = () => ({
-    validation: s.validation(ctx),
+    validation: s.validation(ctx, CHECK_BATCHES),
     ...Object.fromEntries(Object.entries(s.evaluations ?? {}).map(([k, make]) => [k, make(ctx)])),
   });
   const extra = Object.keys(s.evaluations ?? {});
   const startRun = await evaluateNow(tc, evaluationSets(), metric, o.seed);
   const start = startRun.results;
-  let afterSft: number | undefined;
+  let afterSft: { value: number; malformed: number } | undefined;
   if (s.sft) {
     const examples = await s.sft.examples(ctx);
     await trainSft({
@@ -131,8 +141,11 @@ export async function trainSetting(
       batchSize: s.sft.batchSize,
       adam: { learningRate: s.sft.learningRate },
     });
-    afterSft = (await evaluateNow(tc, { validation: s.validation(ctx) }, metric, o.seed)).results.validation
-      ?.value;
+    const checked = await evaluateNow(tc, { validation: s.validation(ctx, CHECK_BATCHES) }, metric, o.seed);
+    afterSft = {
+      value: checked.results.validation?.value ?? 0,
+      malformed: checked.results.validation?.malformed ?? 0,
+    };
   }
   const validations: Omit<BestSnapshot, "checksum">[] = [];
   const records = await trainRl({
@@ -174,10 +187,13 @@ export async function trainSetting(
     setting: s.name,
     metric,
     validationStart: start.validation?.value ?? 0,
-    ...(afterSft === undefined ? {} : { validationAfterSft: afterSft }),
+    ...(afterSft === undefined
+      ? {}
+      : { validationAfterSft: afterSft.value, malformedAfterSft: afterSft.malformed }),
     validationEnd: end.validation?.value ?? 0,
     malformedStart: start.validation?.malformed ?? 0,
     malformedEnd: end.validation?.malformed ?? 0,
+    checkEpisodes: end.validation?.episodes ?? 0,
     validationMetrics: { start: start.validation?.metrics ?? {}, end: end.validation?.metrics ?? {} },
     ...(Object.keys(evaluations).length ? { evaluations } : {}),
     stateSha256: stateSha256(tc),
@@ -189,7 +205,7 @@ export async function trainSetting(
     bestFiles: await svc.store.get(bestRecord.path, bestRecord.checksum),
     metric,
     validationStart: summary.validationStart,
-    ...(afterSft === undefined ? {} : { validationAfterSft: afterSft }),
+    ...(afterSft === undefined ? {} : { validationAfterSft: afterSft.value }),
     records,
   };
 }
