@@ -12,6 +12,7 @@ import {
   arithmeticKey,
   arithmeticTask,
   drawFromSplit,
+  splitOf,
 } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { type Example, scriptedEpisodes } from "./episodes.ts";
@@ -23,6 +24,8 @@ export interface ArithmeticCorpusOptions {
   pCorrect: number;
   mistake: ArithmeticMistake;
   maxOperand: number;
+  /** Only these training-split tasks (default: all of them). */
+  only?: (task: ArithmeticTask) => boolean;
 }
 
 const NEAR_MISSES = [-2, -1, 1, 2] as const;
@@ -53,7 +56,13 @@ export function arithmeticCorpus(
   o: ArithmeticCorpusOptions,
 ): Promise<Example[]> {
   return scriptedEpisodes(tokenizer, o.episodes, (reply) => {
-    const task = drawFromSplit(random, "train", (r) => arithmeticTask(r, o.maxOperand), arithmeticKey);
+    const task = drawFromSplit(
+      random,
+      "train",
+      (r) => arithmeticTask(r, o.maxOperand),
+      arithmeticKey,
+      (t) => (splitOf(arithmeticKey(t)) === "train" && (o.only?.(t) ?? true) ? "train" : "validation"),
+    );
     const answer = studentAnswer(task, o.pCorrect, o.mistake, random);
     return { env: new ArithmeticEnv(task, tokenizer), player: () => reply(String(answer)) };
   });

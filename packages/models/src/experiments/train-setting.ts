@@ -15,7 +15,7 @@ import {
 } from "@opentinker/sdk";
 import type { Example } from "../corpus/index.ts";
 import type { RunSummary } from "./run.ts";
-import type { Setting, SettingContext } from "./settings.ts";
+import type { Setting, SettingContext, SftPhase } from "./settings.ts";
 
 export interface TrainSettingOptions {
   baseModel: string;
@@ -106,6 +106,16 @@ function sftDatums(examples: readonly Example[], batchSize: number): Datum[] {
   });
 }
 
+/** The SFT phase: its first `steps × batchSize` examples, in batches, at its learning rate. */
+export async function runSftPhase(tc: InProcessTrainingClient, sft: SftPhase, examples: readonly Example[]) {
+  await trainSft({
+    trainingClient: tc,
+    data: sftDatums(examples.slice(0, sft.steps * sft.batchSize), sft.batchSize),
+    batchSize: sft.batchSize,
+    adam: { learningRate: sft.learningRate },
+  });
+}
+
 function stateSha256(tc: InProcessTrainingClient): string {
   const hash = createHash("sha256");
   for (const t of tc.policy.tensors) {
@@ -134,13 +144,7 @@ export async function trainSetting(
   const start = startRun.results;
   let afterSft: { value: number; malformed: number } | undefined;
   if (s.sft) {
-    const examples = await s.sft.examples(ctx);
-    await trainSft({
-      trainingClient: tc,
-      data: sftDatums(examples.slice(0, s.sft.steps * s.sft.batchSize), s.sft.batchSize),
-      batchSize: s.sft.batchSize,
-      adam: { learningRate: s.sft.learningRate },
-    });
+    await runSftPhase(tc, s.sft, await s.sft.examples(ctx));
     const checked = await evaluateNow(tc, { validation: s.validation(ctx, CHECK_BATCHES) }, metric, o.seed);
     afterSft = {
       value: checked.results.validation?.value ?? 0,
