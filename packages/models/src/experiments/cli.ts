@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -16,12 +16,13 @@ const { values, positionals } = parseArgs({
     out: { type: "string" },
     lr: { type: "string" },
     "lr-schedule": { type: "string" },
+    kl: { type: "string" },
   },
 });
 const name = positionals[0];
 if (!name) {
   console.error(
-    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
+    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
   );
   process.exit(2);
 }
@@ -29,6 +30,11 @@ const seed = Number(values.seed);
 const learningRate = values.lr === undefined ? undefined : Number(values.lr);
 if (learningRate !== undefined && !(learningRate > 0)) {
   console.error(`--lr must be a positive number (got "${values.lr}")`);
+  process.exit(2);
+}
+const klCoef = values.kl === undefined ? undefined : Number(values.kl);
+if (klCoef !== undefined && !(klCoef >= 0)) {
+  console.error(`--kl must be a number ≥ 0 (got "${values.kl}")`);
   process.exit(2);
 }
 const lrSchedule =
@@ -54,6 +60,7 @@ try {
     ...(values.model ? { model: values.model } : {}),
     ...(learningRate === undefined ? {} : { learningRate }),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
+    ...(klCoef ? { klCoef } : {}),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });
   console.log(JSON.stringify(summary, null, 2));

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { checksumFiles } from "@opentinker/store";
 import { describe, expect, it } from "vitest";
-import { type ExperimentSummary, runExperiment } from "./run.ts";
+import { type ExperimentOptions, type ExperimentSummary, runExperiment } from "./run.ts";
 import { SETTINGS } from "./settings.ts";
 import { CHECK_BATCHES } from "./train-setting.ts";
 
@@ -13,7 +13,11 @@ const readJsonl = async (file: string) =>
     .split("\n")
     .map((l) => JSON.parse(l) as Record<string, number>);
 
-async function shortRun(name: string, check: (summary: ExperimentSummary) => Promise<void>) {
+async function shortRun(
+  name: string,
+  check: (summary: ExperimentSummary) => Promise<void>,
+  options: Partial<ExperimentOptions> = {},
+) {
   const out = await mkdtemp(path.join(tmpdir(), "ot-exp-"));
   try {
     const summary = await runExperiment({
@@ -23,6 +27,7 @@ async function shortRun(name: string, check: (summary: ExperimentSummary) => Pro
       outDir: out,
       quiet: true,
       validateEvery: 1,
+      ...options,
     });
     expect(summary).toMatchObject({ setting: name, seed: 1, steps: 2 });
     expect(JSON.parse(await readFile(summary.files.summary, "utf8")).setting).toBe(name);
@@ -84,6 +89,19 @@ describe("the experiment runner", () => {
       expect(summary.files.memberMetrics).toHaveLength(2);
     });
   }, 300_000);
+
+  it("a KL penalty against the policy RL starts from is applied and recorded each step", async () => {
+    await shortRun(
+      "arithmetic-full-sft-rl",
+      async (summary) => {
+        const lines = await readJsonl(summary.files.metrics);
+        expect(lines.every((l) => typeof l["kl/mean"] === "number")).toBe(true);
+        // The first step samples the reference policy itself: the estimate is 0 within the sampler/trainer agreement.
+        expect(Math.abs(lines[0]?.["kl/mean"] ?? 1)).toBeLessThan(1e-4);
+      },
+      { klCoef: 0.1 },
+    );
+  }, 180_000);
 
   it("an unknown setting is refused by name", async () => {
     await expect(

@@ -39,6 +39,8 @@ export interface ExperimentOptions {
   learningRate?: number;
   /** Overrides the setting's learning-rate schedule. */
   lrSchedule?: LrSchedule;
+  /** A KL penalty against the policy RL starts from (default: none). */
+  klCoef?: number;
   quiet?: boolean;
 }
 
@@ -191,6 +193,7 @@ function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: Metrics
     ...(c.options.validateEvery ? { validateEvery: c.options.validateEvery } : {}),
     ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
     ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
+    ...(c.options.klCoef ? { klCoef: c.options.klCoef } : {}),
   });
 }
 

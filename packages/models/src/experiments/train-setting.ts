@@ -27,6 +27,8 @@ export interface TrainSettingOptions {
   learningRate?: number;
   /** Overrides the setting's learning-rate schedule. */
   lrSchedule?: LrSchedule;
+  /** A KL penalty against the policy RL starts from (after SFT, if any), folded into the advantages. */
+  klCoef?: number;
 }
 
 /** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
@@ -86,7 +88,7 @@ async function evaluateNow(
       metrics: named,
     };
   }
-  return { version, results: out };
+  return { version, sampler: sampler.client, results: out };
 }
 
 /** The first of the highest: a later snapshot must beat an earlier one to replace it. */
@@ -143,9 +145,11 @@ export async function trainSetting(
   const startRun = await evaluateNow(tc, evaluationSets(), metric, o.seed);
   const start = startRun.results;
   let afterSft: { value: number; malformed: number } | undefined;
+  let reference = startRun.sampler;
   if (s.sft) {
     await runSftPhase(tc, s.sft, await s.sft.examples(ctx));
     const checked = await evaluateNow(tc, { validation: s.validation(ctx, CHECK_BATCHES) }, metric, o.seed);
+    reference = checked.sampler;
     afterSft = {
       value: checked.results.validation?.value ?? 0,
       malformed: checked.results.validation?.malformed ?? 0,
@@ -158,6 +162,7 @@ export async function trainSetting(
     lossFn: s.lossFn,
     adam: { learningRate: o.learningRate ?? s.learningRate },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
+    ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
     validation: {
       dataset: s.validation(ctx),
       every: o.validateEvery ?? Math.max(1, Math.floor(o.steps / 4)),
