@@ -42,6 +42,15 @@ export function arithmeticTask(random: () => number, maxOperand = ARITHMETIC_MAX
 
 export const arithmeticKey = (t: ArithmeticTask) => `${t.a}${t.op}${t.b}`;
 
+/** Every problem with operands 0–`maxOperand`, each operator, in a fixed order. */
+export function everyArithmeticTask(maxOperand = ARITHMETIC_MAX_OPERAND): ArithmeticTask[] {
+  const tasks: ArithmeticTask[] = [];
+  for (const op of ARITHMETIC_OPS)
+    for (let a = 0; a <= maxOperand; a++)
+      for (let b = 0; b <= maxOperand; b++) tasks.push({ a, b, op, answer: applyOp(op, a, b) });
+  return tasks;
+}
+
 export class ArithmeticEnv implements Env {
   private readonly renderer;
 

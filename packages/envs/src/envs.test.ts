@@ -9,7 +9,7 @@ import {
   trainRl,
 } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ArithmeticEnv, arithmeticDataset, arithmeticKey } from "./arithmetic.ts";
+import { ArithmeticEnv, arithmeticDataset, arithmeticKey, everyArithmeticTask } from "./arithmetic.ts";
 import {
   GUESS_RANGES,
   GUESS_VALIDATION_RANGE,
@@ -33,6 +33,16 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe("arithmetic", () => {
+  it("lists every problem once, each with its answer, about one in ten held out", () => {
+    const tasks = everyArithmeticTask();
+    expect(tasks).toHaveLength(3 * 13 * 13);
+    expect(new Set(tasks.map(arithmeticKey)).size).toBe(tasks.length);
+    expect(tasks.find((t) => arithmeticKey(t) === "7*8")?.answer).toBe(56);
+    const held = tasks.filter((t) => splitOf(arithmeticKey(t)) === "validation").length;
+    expect(held).toBeGreaterThan(30);
+    expect(held).toBeLessThan(70);
+  });
+
   const options = (split: "train" | "validation", seed: number) => ({
     tokenizer,
     split,

@@ -12,12 +12,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { InProcessServiceClient } from "@opentinker/engine";
 import {
-  ARITHMETIC_MAX_OPERAND,
-  ARITHMETIC_OPS,
   ArithmeticEnv,
   type ArithmeticTask,
-  applyOp,
   arithmeticKey,
+  everyArithmeticTask,
   splitOf,
 } from "@opentinker/envs";
 import { appendTokens, modelInputTokens, type SamplingClient } from "@opentinker/protocol";
@@ -33,14 +31,6 @@ if (!setting || !Number.isInteger(seed) || !Number.isInteger(steps) || steps < 0
   throw new RangeError("usage: arithmetic-transfer.ts [seed] [steps ≥ 0] [model NAME|DIR]");
 
 const OFFSETS = [-3, -2, -1, 0, 1, 2, 3] as const;
-
-function everyTask(): ArithmeticTask[] {
-  const tasks: ArithmeticTask[] = [];
-  for (const op of ARITHMETIC_OPS)
-    for (let a = 0; a <= ARITHMETIC_MAX_OPERAND; a++)
-      for (let b = 0; b <= ARITHMETIC_MAX_OPERAND; b++) tasks.push({ a, b, op, answer: applyOp(op, a, b) });
-  return tasks;
-}
 
 /** Log-probability of `reply` (then the end of the turn) after the task's prompt. */
 async function replyLogprob(
@@ -59,7 +49,7 @@ async function replyLogprob(
 /** Per split and operator: mean probability of the right answer, and how often it is the likeliest of ±3. */
 async function transfer(client: SamplingClient, tokenizer: RendererTokenizer) {
   const by = new Map<string, { probability: number; likeliest: number; problems: number }>();
-  for (const task of everyTask()) {
+  for (const task of everyArithmeticTask()) {
     const scores = await Promise.all(
       OFFSETS.map((d) => replyLogprob(client, tokenizer, task, task.answer + d)),
     );

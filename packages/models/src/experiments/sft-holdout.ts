@@ -11,12 +11,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { InProcessServiceClient } from "@opentinker/engine";
 import {
-  ARITHMETIC_MAX_OPERAND,
-  ARITHMETIC_OPS,
   ArithmeticEnv,
   type ArithmeticTask,
-  applyOp,
   arithmeticKey,
+  everyArithmeticTask,
   seededRandom,
   splitOf,
 } from "@opentinker/envs";
@@ -44,17 +42,6 @@ const sft = { ...phase, steps };
 /** Attempts per unseen problem. */
 const ATTEMPTS = 4;
 
-function trainingTasks(): ArithmeticTask[] {
-  const tasks: ArithmeticTask[] = [];
-  for (const op of ARITHMETIC_OPS)
-    for (let a = 0; a <= ARITHMETIC_MAX_OPERAND; a++)
-      for (let b = 0; b <= ARITHMETIC_MAX_OPERAND; b++) {
-        const task = { a, b, op, answer: applyOp(op, a, b) };
-        if (splitOf(arithmeticKey(task)) === "train") tasks.push(task);
-      }
-  return tasks;
-}
-
 /** Every unseen problem, `ATTEMPTS` times, as one batch. */
 function unseenDataset(tasks: readonly ArithmeticTask[], tokenizer: RendererTokenizer): RlDataset {
   return {
@@ -78,7 +65,7 @@ try {
   const tokenizer = base.tokenizer as RendererTokenizer;
   const random = seededRandom(seed * 4099 + 3);
   const shown = new Set<string>();
-  const tasks = trainingTasks();
+  const tasks = everyArithmeticTask().filter((t) => splitOf(arithmeticKey(t)) === "train");
   for (const task of tasks) if (random() < 0.5) shown.add(arithmeticKey(task));
   const unseen = tasks.filter((t) => !shown.has(arithmeticKey(t)));
   const dataset = unseenDataset(unseen, tokenizer);
