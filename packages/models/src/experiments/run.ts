@@ -41,6 +41,8 @@ export interface ExperimentOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (default: none). */
   klCoef?: number;
+  /** Validation batches of the start and end checks (default CHECK_BATCHES). */
+  checkBatches?: number;
   quiet?: boolean;
 }
 
@@ -194,6 +196,7 @@ function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: Metrics
     ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
     ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
     ...(c.options.klCoef ? { klCoef: c.options.klCoef } : {}),
+    ...(c.options.checkBatches ? { checkBatches: c.options.checkBatches } : {}),
   });
 }
 

@@ -29,6 +29,8 @@ export interface TrainSettingOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (after SFT, if any), folded into the advantages. */
   klCoef?: number;
+  /** Validation batches of the start and end checks (default CHECK_BATCHES; tests use fewer). */
+  checkBatches?: number;
 }
 
 /** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
@@ -135,10 +137,11 @@ export async function trainSetting(
 ): Promise<SettingRun> {
   const ctx: SettingContext = { tokenizer: o.tokenizer, seed: o.seed, steps: o.steps };
   const metric = s.metric ?? "reward/mean";
+  const checkBatches = o.checkBatches ?? CHECK_BATCHES;
   const tc = await trainingClient(svc, s, o.baseModel, o.seed);
   // Fresh datasets for each evaluation: an opponent may carry random state between games.
   const evaluationSets = () => ({
-    validation: s.validation(ctx, CHECK_BATCHES),
+    validation: s.validation(ctx, checkBatches),
     ...Object.fromEntries(Object.entries(s.evaluations ?? {}).map(([k, make]) => [k, make(ctx)])),
   });
   const extra = Object.keys(s.evaluations ?? {});
@@ -148,7 +151,7 @@ export async function trainSetting(
   let reference = startRun.sampler;
   if (s.sft) {
     await runSftPhase(tc, s.sft, await s.sft.examples(ctx));
-    const checked = await evaluateNow(tc, { validation: s.validation(ctx, CHECK_BATCHES) }, metric, o.seed);
+    const checked = await evaluateNow(tc, { validation: s.validation(ctx, checkBatches) }, metric, o.seed);
     reference = checked.sampler;
     afterSft = {
       value: checked.results.validation?.value ?? 0,
