@@ -12,7 +12,6 @@ import {
   arithmeticKey,
   arithmeticTask,
   drawFromSplit,
-  splitOf,
 } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { type Example, scriptedEpisodes } from "./episodes.ts";
@@ -56,13 +55,9 @@ export function arithmeticCorpus(
   o: ArithmeticCorpusOptions,
 ): Promise<Example[]> {
   return scriptedEpisodes(tokenizer, o.episodes, (reply) => {
-    const task = drawFromSplit(
-      random,
-      "train",
-      (r) => arithmeticTask(r, o.maxOperand),
-      arithmeticKey,
-      (t) => (splitOf(arithmeticKey(t)) === "train" && (o.only?.(t) ?? true) ? "train" : "validation"),
-    );
+    const draw = () => drawFromSplit(random, "train", (r) => arithmeticTask(r, o.maxOperand), arithmeticKey);
+    let task = draw();
+    while (o.only && !o.only(task)) task = draw();
     const answer = studentAnswer(task, o.pCorrect, o.mistake, random);
     return { env: new ArithmeticEnv(task, tokenizer), player: () => reply(String(answer)) };
   });

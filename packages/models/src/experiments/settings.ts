@@ -1,5 +1,6 @@
 // The named experiment settings: which environment, which policy, which loop.
 import {
+  type ArithmeticTask,
   arithmeticDataset,
   calculatorDataset,
   guessNumberDataset,
@@ -125,14 +126,22 @@ const nimAgainst = (ctx: SettingContext, opponent: "random" | "optimal", batches
     opponent,
   });
 
-/** Correct answers to training-split problems, rendered by the environment itself. */
+/** Correct answers to training-split problems (only those `only` keeps), rendered by the environment itself. */
+export const arithmeticSftExamples = (
+  tokenizer: RendererTokenizer,
+  seed: number,
+  episodes: number,
+  only?: (task: ArithmeticTask) => boolean,
+): Promise<Example[]> =>
+  arithmeticCorpus(tokenizer, seededRandom(seed * 7919 + 17), {
+    ...ARITHMETIC_STUDENT,
+    episodes,
+    pCorrect: 1,
+    ...(only ? { only } : {}),
+  });
+
 const arithmeticSft: SftPhase = {
-  examples: (ctx) =>
-    arithmeticCorpus(ctx.tokenizer, seededRandom(ctx.seed * 7919 + 17), {
-      ...ARITHMETIC_STUDENT,
-      episodes: 60 * 32,
-      pCorrect: 1,
-    }),
+  examples: (ctx) => arithmeticSftExamples(ctx.tokenizer, ctx.seed, 60 * 32),
   steps: 60,
   batchSize: 32,
   // At 5e-4 SFT also raises malformed answers on training problems it was not

@@ -20,11 +20,9 @@ import {
 } from "@opentinker/envs";
 import type { SamplingClient } from "@opentinker/protocol";
 import { evaluate, type RendererTokenizer, type RlDataset } from "@opentinker/sdk";
-import { arithmeticCorpus } from "../corpus/arithmetic.ts";
-import { ARITHMETIC_STUDENT } from "../recipes.ts";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { loadExperimentModel } from "./run.ts";
-import { SETTINGS } from "./settings.ts";
+import { arithmeticSftExamples, SETTINGS } from "./settings.ts";
 import { malformedRate, runSftPhase } from "./train-setting.ts";
 
 const seed = Number(process.argv[2] ?? 1);
@@ -71,12 +69,9 @@ try {
   const dataset = unseenDataset(unseen, tokenizer);
   const svc = InProcessServiceClient.local([base], scratch, "diagnostic");
   const before = await score(await svc.createSamplingClient({ baseModel: base.name }), 0, dataset);
-  const examples = await arithmeticCorpus(tokenizer, seededRandom(seed * 7919 + 17), {
-    ...ARITHMETIC_STUDENT,
-    episodes: sft.steps * sft.batchSize,
-    pCorrect: 1,
-    only: (t) => shown.has(arithmeticKey(t)),
-  });
+  const examples = await arithmeticSftExamples(tokenizer, seed, sft.steps * sft.batchSize, (t) =>
+    shown.has(arithmeticKey(t)),
+  );
   const after: Record<string, { right: number; malformed: number }> = {};
   for (const learningRate of rates) {
     const tc = await svc.createFullTrainingClient({ baseModel: base.name });
