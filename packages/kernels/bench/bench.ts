@@ -1,5 +1,6 @@
 // npm run bench -w @opentinker/kernels -- --json
 // Prints one JSON object on stdout (progress on stderr). Never a timed test.
+import "./openblas-idle.ts";
 import { machineInfo } from "../src/index.ts";
 import { benchAttentionDecode } from "./attention.ts";
 import { benchAttentionTrain } from "./attention-train.ts";

@@ -29,7 +29,7 @@ const medianOf = (values: readonly number[]) =>
   [...values].sort((a, b) => a - b)[values.length >> 1] as number;
 
 /**
- * Runs the sides interleaved (A, B, C, A, B, C, …) after warm-up runs of each, so
+ * Runs the sides interleaved (A, B, C, B, C, A, C, A, B, …) after warm-up runs of each, so
  * a change in the machine's load (it is shared) hits every side alike; at least
  * `minRounds` rounds and `minMs` in all.
  */
@@ -43,7 +43,9 @@ export function interleavedMs<K extends string>(
   const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Interleaved<K>;
   const started = performance.now();
   for (let r = 0; r < 1000 && (r < minRounds || performance.now() - started < minMs); r++) {
-    for (const name of names) {
+    // Each round starts one side later: no side always follows the same one (a side
+    // that runs after a long single-threaded call finds the pool's threads asleep).
+    for (const name of [...names.slice(r % names.length), ...names.slice(0, r % names.length)]) {
       const t0 = performance.now();
       sides[name]();
       samples[name].push(performance.now() - t0);

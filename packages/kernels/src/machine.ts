@@ -46,6 +46,8 @@ export interface MachineInfo {
     system: string | null;
     /** What the system's libblas.so.3 resolves to (the BLAS that Debian's PyTorch and NumPy load), or null. */
     libblas: string | null;
+    /** OPENBLAS_THREAD_TIMEOUT as set (log2 of the cycles its idle threads spin), or null: OpenBLAS's default, 28. */
+    threadTimeout: string | null;
   };
   kernels: AddonInfo;
   /** 1-minute load average when asked: well above 0 means something else was running. */
@@ -85,6 +87,7 @@ export function machineInfo(): MachineInfo {
       addon: kernels.blas === "openblas",
       system: library(["libopenblas.so.0", "libopenblas.so"]),
       libblas: library(["libblas.so.3"]),
+      threadTimeout: process.env.OPENBLAS_THREAD_TIMEOUT ?? null,
     },
     kernels,
     loadAverage: Number((loadavg()[0] ?? 0).toFixed(2)),

@@ -57,13 +57,15 @@ void gemm_blas_on_pool(const GemmArgs& g) {
 }
 
 /**
- * Whether OpenBLAS runs kernels made for this CPU. A DYNAMIC_ARCH OpenBLAS older
- * than the CPU (Debian's 0.3.21 on Emerald Rapids, say) falls back to its SSE3
- * "Prescott" kernels, 4-5× slower than ours; then the op takes ours instead.
+ * Whether OpenBLAS runs kernels made for the instruction set we run. A
+ * DYNAMIC_ARCH OpenBLAS older than the CPU falls back to older kernels: its SSE3
+ * "Prescott" ones on Emerald Rapids (4-5× slower than ours), its AVX2 "Haswell"
+ * ones on Zen 5, where our AVX-512 kernel is 1.5-1.7× faster (BENCHMARKS.md).
+ * Then the op takes ours. Asked per call: the ISA can be forced to AVX2.
  */
 bool blas_is_current() {
-  static const bool current = [] {
-    const std::string core = openblas_get_corename();
+  static const std::string core = openblas_get_corename();
+  static const bool avx2 = [] {
     for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge",
                             "Barcelona", "Opteron", "Opteron_SSE3", "Bobcat", "Bulldozer", "Piledriver",
                             "Steamroller", "Nano", "Katmai", "Coppermine", "Northwood", "Banias"}) {
@@ -71,7 +73,8 @@ bool blas_is_current() {
     }
     return true;
   }();
-  return current;
+  static const bool avx512 = core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+  return active_isa() == Isa::Avx512 ? avx512 : avx2;
 }
 #endif
 
