@@ -19,6 +19,8 @@ export interface KernelsEnv {
    * it: bf16 when stored BF16, else f32). Unset: the engine's default.
    */
   OPENTINKER_WEIGHT_DTYPE?: WeightDtypeChoice;
+  /** OpenBLAS's own setting (log2 of the cycles its idle threads spin), read only to record it. */
+  OPENBLAS_THREAD_TIMEOUT?: string;
 }
 
 /** The dtypes frozen base weights can be held in. */
@@ -59,5 +61,7 @@ export function readKernelsEnv(source: NodeJS.ProcessEnv = process.env): Kernels
     }
     env.OPENTINKER_WEIGHT_DTYPE = dtype;
   }
+  const timeout = source.OPENBLAS_THREAD_TIMEOUT;
+  if (timeout) env.OPENBLAS_THREAD_TIMEOUT = timeout;
   return env;
 }

@@ -5,6 +5,7 @@
 // points at), and how busy the machine was.
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
+import { readKernelsEnv } from "./env.ts";
 import { loadNative } from "./loader.ts";
 import type { AddonInfo } from "./native.ts";
 
@@ -87,7 +88,7 @@ export function machineInfo(): MachineInfo {
       addon: kernels.blas === "openblas",
       system: library(["libopenblas.so.0", "libopenblas.so"]),
       libblas: library(["libblas.so.3"]),
-      threadTimeout: process.env.OPENBLAS_THREAD_TIMEOUT ?? null,
+      threadTimeout: readKernelsEnv().OPENBLAS_THREAD_TIMEOUT ?? null,
     },
     kernels,
     loadAverage: Number((loadavg()[0] ?? 0).toFixed(2)),
