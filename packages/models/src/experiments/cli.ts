@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty X] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -17,12 +17,13 @@ const { values, positionals } = parseArgs({
     lr: { type: "string" },
     "lr-schedule": { type: "string" },
     kl: { type: "string" },
+    "format-penalty": { type: "string" },
   },
 });
 const name = positionals[0];
 if (!name) {
   console.error(
-    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
+    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
   );
   process.exit(2);
 }
@@ -35,6 +36,11 @@ if (learningRate !== undefined && !(learningRate > 0)) {
 const klCoef = values.kl === undefined ? undefined : Number(values.kl);
 if (klCoef !== undefined && !(klCoef >= 0)) {
   console.error(`--kl must be a number ≥ 0 (got "${values.kl}")`);
+  process.exit(2);
+}
+const formatPenalty = values["format-penalty"] === undefined ? undefined : Number(values["format-penalty"]);
+if (formatPenalty !== undefined && !(formatPenalty <= 0)) {
+  console.error(`--format-penalty must be a number ≤ 0 (got "${values["format-penalty"]}")`);
   process.exit(2);
 }
 const lrSchedule =
@@ -61,6 +67,7 @@ try {
     ...(learningRate === undefined ? {} : { learningRate }),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
+    ...(formatPenalty === undefined ? {} : { trainFormatPenalty: formatPenalty }),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });
   console.log(JSON.stringify(summary, null, 2));

@@ -41,6 +41,8 @@ export interface ExperimentOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (default: none). */
   klCoef?: number;
+  /** The reward for a malformed action in training episodes (default: the environment's). */
+  trainFormatPenalty?: number;
   /** Validation batches of the start and end checks (default CHECK_BATCHES). */
   checkBatches?: number;
   quiet?: boolean;
@@ -196,6 +198,9 @@ function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: Metrics
     ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
     ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
     ...(c.options.klCoef ? { klCoef: c.options.klCoef } : {}),
+    ...(c.options.trainFormatPenalty === undefined
+      ? {}
+      : { trainFormatPenalty: c.options.trainFormatPenalty }),
     ...(c.options.checkBatches ? { checkBatches: c.options.checkBatches } : {}),
   });
 }

@@ -2,7 +2,8 @@
 // server-side jobs start from), not a copy of them.
 import { loadBaseModel } from "@opentinker/engine";
 import { RL_PRESETS, type RlPreset } from "@opentinker/protocol";
-import type { RendererTokenizer } from "@opentinker/sdk";
+import { DEFAULT_FORMAT_PENALTY } from "@opentinker/envs";
+import type { EnvGroupBuilder, RendererTokenizer, RlDataset } from "@opentinker/sdk";
 import { describe, expect, it } from "vitest";
 import { builtInModel, DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { SETTINGS } from "./settings.ts";
@@ -48,4 +49,23 @@ describe("experiment settings and presets", () => {
       expect(envs.length % preset.config.validation.groupSize).toBe(0);
     });
   }
+});
+
+describe("a training format penalty", () => {
+  it("is the reward of a malformed training episode, while validation keeps the environment's", async () => {
+    const setting = SETTINGS["arithmetic-lora-rl"];
+    if (!setting) throw new Error("no arithmetic-lora-rl");
+    const tok = await tokenizer(DEFAULT_TEXT_MODEL);
+    const ctx = { tokenizer: tok, seed: 1, steps: 1, trainFormatPenalty: -1 };
+    // Not a number and no end of turn: malformed either way.
+    const action = tok.encode("seven", { addSpecialTokens: false });
+    const malformedReward = async (dataset: RlDataset) => {
+      const [env] = await (dataset.batch(0)[0] as EnvGroupBuilder).makeEnvs();
+      if (!env) throw new Error("no env");
+      await env.initialObservation();
+      return (await env.step(action)).reward;
+    };
+    expect(await malformedReward(setting.train(ctx))).toBe(-1);
+    expect(await malformedReward(setting.validation(ctx))).toBe(DEFAULT_FORMAT_PENALTY);
+  });
 });

@@ -22,6 +22,8 @@ export interface SettingContext {
   tokenizer: RendererTokenizer;
   seed: number;
   steps: number;
+  /** The reward for a malformed action while training (default: the environment's); validation keeps its own. */
+  trainFormatPenalty?: number;
 }
 
 /** Supervised fine-tuning before RL: examples of the task done right. */
@@ -84,6 +86,9 @@ const bySplit =
       seed: ctx.seed,
       batches,
       ...(split === "train" ? train : validation),
+      ...(split === "train" && ctx.trainFormatPenalty !== undefined
+        ? { formatPenalty: ctx.trainFormatPenalty }
+        : {}),
     });
 
 /** A preset's training and validation groups, as the datasets take them. */

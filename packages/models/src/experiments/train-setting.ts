@@ -31,6 +31,8 @@ export interface TrainSettingOptions {
   klCoef?: number;
   /** Validation batches of the start and end checks (default CHECK_BATCHES; tests use fewer). */
   checkBatches?: number;
+  /** The reward for a malformed action in training episodes (default: the environment's). */
+  trainFormatPenalty?: number;
 }
 
 /** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
@@ -135,7 +137,12 @@ export async function trainSetting(
   s: Setting,
   o: TrainSettingOptions,
 ): Promise<SettingRun> {
-  const ctx: SettingContext = { tokenizer: o.tokenizer, seed: o.seed, steps: o.steps };
+  const ctx: SettingContext = {
+    tokenizer: o.tokenizer,
+    seed: o.seed,
+    steps: o.steps,
+    ...(o.trainFormatPenalty === undefined ? {} : { trainFormatPenalty: o.trainFormatPenalty }),
+  };
   const metric = s.metric ?? "reward/mean";
   const checkBatches = o.checkBatches ?? CHECK_BATCHES;
   const tc = await trainingClient(svc, s, o.baseModel, o.seed);
