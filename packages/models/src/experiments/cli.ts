@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty X] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,24 +7,33 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    seed: { type: "string", default: "1" },
-    steps: { type: "string", default: "20" },
-    model: { type: "string" },
-    out: { type: "string" },
-    lr: { type: "string" },
-    "lr-schedule": { type: "string" },
-    kl: { type: "string" },
-    "format-penalty": { type: "string" },
-  },
-});
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+
+/** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
+function parsed() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        seed: { type: "string", default: "1" },
+        steps: { type: "string", default: "20" },
+        model: { type: "string" },
+        out: { type: "string" },
+        lr: { type: "string" },
+        "lr-schedule": { type: "string" },
+        kl: { type: "string" },
+        "format-penalty": { type: "string" },
+      },
+    });
+  } catch (error) {
+    console.error(`experiment: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+const { values, positionals } = parsed();
 const name = positionals[0];
 if (!name) {
-  console.error(
-    `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`,
-  );
+  console.error(USAGE);
   process.exit(2);
 }
 const seed = Number(values.seed);
