@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { kernelInfo } from "@opentinker/engine";
 import { checksumFiles } from "@opentinker/store";
 import { describe, expect, it } from "vitest";
 import { type ExperimentOptions, type ExperimentSummary, runExperiment } from "./run.ts";
@@ -33,7 +34,10 @@ async function shortRun(
       ...options,
     });
     expect(summary).toMatchObject({ setting: name, seed: 1, steps: 2 });
-    expect(JSON.parse(await readFile(summary.files.summary, "utf8")).setting).toBe(name);
+    const written = JSON.parse(await readFile(summary.files.summary, "utf8"));
+    expect(written.setting).toBe(name);
+    // Where it ran, as results differ by machine: the CPU and the kernels that did the GEMMs.
+    expect(written.machine).toEqual({ cpu: expect.any(String), kernels: kernelInfo() });
     expect(await readFile(summary.files.plot, "utf8")).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>$/);
     await checkBest(summary);
     await check(summary);

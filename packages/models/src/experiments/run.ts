@@ -4,9 +4,15 @@
 // setting trains two adapters at once over one base, then retrains the first
 // alone and checks that it came out byte-identical.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import path from "node:path";
-import { type BaseModel, InProcessServiceClient, loadBaseModel } from "@opentinker/engine";
+import {
+  type AddonInfo,
+  type BaseModel,
+  InProcessServiceClient,
+  kernelInfo,
+  loadBaseModel,
+} from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import type { LrSchedule } from "@opentinker/protocol";
 import {
@@ -80,6 +86,8 @@ export interface ExperimentSummary extends RunSummary {
   steps: number;
   model: string;
   seconds: number;
+  /** Where it ran: results differ by CPU and by which kernels did the GEMMs (ours or OpenBLAS). */
+  machine: { cpu: string; kernels: AddonInfo };
   /** Pair settings: each adapter's result, and whether the first matched its solo rerun. */
   members?: RunSummary[];
   isolation?: { aloneStateSha256: string; aloneSnapshotChecksum: string; identical: boolean };
@@ -168,6 +176,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       steps: options.steps,
       model: base.name,
       seconds: Math.round((performance.now() - started) / 100) / 10,
+      machine: { cpu: cpus()[0]?.model ?? "unknown", kernels: kernelInfo() },
       files: { ...files, ...result.files },
     };
     await writeFile(files.summary, `${JSON.stringify(summary, null, 2)}\n`);

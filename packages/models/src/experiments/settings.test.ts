@@ -1,8 +1,8 @@
 // The experiment settings are made of the environments' presets (the numbers
 // server-side jobs start from), not a copy of them.
 import { loadBaseModel } from "@opentinker/engine";
-import { RL_PRESETS, type RlPreset } from "@opentinker/protocol";
 import { DEFAULT_FORMAT_PENALTY } from "@opentinker/envs";
+import { RL_PRESETS, type RlPreset } from "@opentinker/protocol";
 import type { EnvGroupBuilder, RendererTokenizer, RlDataset } from "@opentinker/sdk";
 import { describe, expect, it } from "vitest";
 import { builtInModel, DEFAULT_TEXT_MODEL } from "../registry.ts";
