@@ -5,7 +5,12 @@ import { BUILTIN_CONFIG_DEFAULTS, builtinConfigDefault } from "@opentinker/proto
 import { describe, expect, it } from "vitest";
 import { ARITHMETIC_MAX_OPERAND } from "./arithmetic.ts";
 import { CALCULATOR_CALL_COST, CALCULATOR_MAX_CALLS, CALCULATOR_MAX_TOKENS } from "./calculator.ts";
-import { GUESS_MAX_TURNS, GUESS_RANGES, GUESS_VALIDATION_RANGE } from "./guess-number.ts";
+import {
+  GUESS_FORMAT_PENALTY,
+  GUESS_MAX_TURNS,
+  GUESS_RANGES,
+  GUESS_VALIDATION_RANGE,
+} from "./guess-number.ts";
 import { NIM_ILLEGAL_PENALTY } from "./nim.ts";
 import { DEFAULT_FORMAT_PENALTY, DEFAULT_MAX_TOKENS } from "./text-env.ts";
 
@@ -26,5 +31,7 @@ describe("the built-in environments' defaults, as the protocol states them", () 
   it("state where one built-in's default differs from the others'", () => {
     expect(builtinConfigDefault("calculator", "maxTokens")).toBe(CALCULATOR_MAX_TOKENS);
     expect(builtinConfigDefault("arithmetic", "maxTokens")).toBe(DEFAULT_MAX_TOKENS);
+    expect(builtinConfigDefault("guess-number", "formatPenalty")).toBe(GUESS_FORMAT_PENALTY);
+    expect(builtinConfigDefault("arithmetic", "formatPenalty")).toBe(DEFAULT_FORMAT_PENALTY);
   });
 });

@@ -11,6 +11,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArithmeticEnv, arithmeticDataset, arithmeticKey, everyArithmeticTask } from "./arithmetic.ts";
 import {
+  GUESS_FORMAT_PENALTY,
   GUESS_RANGES,
   GUESS_VALIDATION_RANGE,
   GuessNumberEnv,
@@ -117,7 +118,7 @@ describe("guess-number", () => {
     expect(await env.step(say("2"))).toMatchObject({ reward: 0, done: true });
     const bad = new GuessNumberEnv({ secret: 9, max: 16 }, tokenizer);
     await bad.initialObservation();
-    expect(await bad.step(say("nine"))).toMatchObject({ reward: -0.1, done: true });
+    expect(await bad.step(say("nine"))).toMatchObject({ reward: GUESS_FORMAT_PENALTY, done: true });
   });
 
   it("tasks are deterministic per seed", async () => {

@@ -71,9 +71,15 @@ export const BUILTIN_CONFIG_DEFAULTS = {
   maxCalls: 2,
 } as const satisfies Record<BuiltinEnvConfigKey, string | number | boolean>;
 
-/** Where one built-in's default differs from BUILTIN_CONFIG_DEFAULTS (a tool call is longer than an answer). */
+/**
+ * Where one built-in's default differs from BUILTIN_CONFIG_DEFAULTS: a tool call
+ * is longer than an answer; a malformed guess must cost more than a lost game.
+ */
 const DEFAULTS_BY_BUILTIN: Partial<Record<BuiltinEnvironment, Partial<Record<BuiltinEnvConfigKey, number>>>> =
-  { calculator: { maxTokens: 16 } };
+  {
+    calculator: { maxTokens: 16 },
+    "guess-number": { formatPenalty: -1 },
+  };
 
 /** What an absent field means for this built-in. */
 export function builtinConfigDefault(
