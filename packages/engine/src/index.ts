@@ -1,8 +1,9 @@
 // @opentinker/engine: base models, LoRA and full-parameter policies, training
 // (losses, AdamW), snapshots (written to an @opentinker/store object store).
 
-// Re-exported so builds that must pin the thread count (the built-in models) need no kernels dependency.
-export { type AddonInfo, kernelInfo, setKernelThreads } from "@opentinker/kernels";
+// Re-exported so builds that must pin the thread count (the built-in models) or say
+// where they ran (the experiment runner) need no kernels dependency.
+export { type AddonInfo, kernelInfo, machineInfo, setKernelThreads } from "@opentinker/kernels";
 export * from "./base-model.ts";
 export * from "./clients/futures.ts";
 export * from "./clients/in-process.ts";

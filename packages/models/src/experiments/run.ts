@@ -4,14 +4,14 @@
 // setting trains two adapters at once over one base, then retrains the first
 // alone and checks that it came out byte-identical.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import {
   type AddonInfo,
   type BaseModel,
   InProcessServiceClient,
-  kernelInfo,
   loadBaseModel,
+  machineInfo,
 } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
 import type { LrSchedule } from "@opentinker/protocol";
@@ -92,6 +92,12 @@ export interface ExperimentSummary extends RunSummary {
   members?: RunSummary[];
   isolation?: { aloneStateSha256: string; aloneSnapshotChecksum: string; identical: boolean };
   files: { metrics: string; summary: string; plot: string; best: string[]; memberMetrics?: string[] };
+}
+
+/** The CPU and the kernels that did the GEMMs (machineInfo's, without its load and library paths). */
+function whereItRan(): ExperimentSummary["machine"] {
+  const { cpu, kernels } = machineInfo();
+  return { cpu, kernels };
 }
 
 /** Writes a run's best snapshot as files in `dir` (what `loadBaseModel`/PEFT tools read). */
@@ -176,7 +182,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       steps: options.steps,
       model: base.name,
       seconds: Math.round((performance.now() - started) / 100) / 10,
-      machine: { cpu: cpus()[0]?.model ?? "unknown", kernels: kernelInfo() },
+      machine: whereItRan(),
       files: { ...files, ...result.files },
     };
     await writeFile(files.summary, `${JSON.stringify(summary, null, 2)}\n`);
