@@ -47,7 +47,7 @@ namespace {
 // Keys per block of the backward: their K and V rows (and Kᵀ, Vᵀ) are packed
 // once, and their dk and dv accumulate in a small buffer while every later query
 // row of the sequence passes. A multiple of 8.
-constexpr int64_t kKeyBlock = 16;
+constexpr int64_t kKeyBlock = 32;
 // Query rows ((token, head) pairs) per step against a key block: their scores
 // and gradients [kRowBlock × kKeyBlock] stay in L1.
 constexpr int64_t kRowBlock = 48;
