@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkRun, regenerateResults, riseZ, spliceResults, TARGET } from "./results.ts";
+import { checkRun, malformedWhere, regenerateResults, riseZ, spliceResults, TARGET } from "./results.ts";
 import type { RunSummary } from "./run.ts";
 import { CHECK_BATCHES } from "./train-setting.ts";
 
@@ -45,6 +45,17 @@ describe("the results target", () => {
       "best kept below the start",
     ]);
     expect(checkRun(run({}), 1300).misses).toEqual(["took 1300 s"]);
+  });
+
+  it("says where the end's malformed actions fell, input by input", () => {
+    expect(malformedWhere(run({}))).toBeNull();
+    const end = [
+      { input: "What is 12 - 1?", malformed: 19, actions: 31, example: "11-<|im_end|>" },
+      { input: "What is 9 + 12?", malformed: 1, actions: 22, example: "2-1<|im_end|>" },
+    ];
+    expect(malformedWhere(run({ malformedEnd: 20 / 1024, malformedInputs: { start: [], end } }))).toBe(
+      'the end\'s 20 malformed by input, most first: `"What is 12 - 1?"` 19 of its 31 (e.g. `"11-<|im_end|>"`); `"What is 9 + 12?"` 1 of its 22 (e.g. `"2-1<|im_end|>"`).',
+    );
   });
 
   it("a setting's block is replaced between its markers, and only there", () => {

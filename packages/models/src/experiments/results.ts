@@ -59,6 +59,18 @@ function malformedCell(run: RunSummary): string {
   return `${count(run.malformedStart)} → ${count(run.malformedEnd)} of ${run.checkEpisodes.toLocaleString("en")}`;
 }
 
+/** Where the end check's malformed actions fell, input by input: a rise can be one input answered badly every time. */
+export function malformedWhere(run: RunSummary): string | null {
+  const inputs = run.malformedInputs?.end ?? [];
+  if (inputs.length === 0) return null;
+  const total = Math.round(run.malformedEnd * run.checkEpisodes);
+  const each = inputs.map(
+    (i) =>
+      `\`${JSON.stringify(i.input)}\` ${i.malformed} of its ${i.actions} (e.g. \`${JSON.stringify(i.example)}\`)`,
+  );
+  return `the end's ${total} malformed by input, most first: ${each.join("; ")}.`;
+}
+
 function row(s: ExperimentSummary, run: RunSummary): string {
   const check = checkRun(run, s.seconds);
   const sft = run.validationAfterSft === undefined ? "" : ` → ${pct(run.validationAfterSft)} (SFT)`;
@@ -89,6 +101,11 @@ export function resultsTable(
     for (const [name, e] of Object.entries(s.evaluations ?? {}))
       lines.push("", `Seed ${s.seed}, ${name}: ${pct(e.start)} → ${pct(e.end)}.`);
   }
+  for (const s of summaries)
+    for (const run of policiesOf(s)) {
+      const where = malformedWhere(run);
+      if (where) lines.push("", `Seed ${s.seed}${s.members ? ` (${run.setting})` : ""}, ${where}`);
+    }
   lines.push("", ...summaries.map((s) => `![${setting} seed ${s.seed}](${setting}-seed${s.seed}.svg)`));
   return `${lines.join("\n")}\n`;
 }

@@ -81,6 +81,12 @@ describe("the experiment runner", () => {
         expect(summary.checkEpisodes).toBeGreaterThan(0);
         if (name === "arithmetic-lora-rl") expect(summary.checkEpisodes).toBe(TEST_CHECK_BATCHES * 128);
         expect(typeof summary.validationMetrics.end["val/reward/mean"]).toBe("number");
+        // Where the checks' malformed actions fell: the inputs' counts add up to no more than the rate says.
+        const endInputs = summary.malformedInputs?.end ?? [];
+        const counted = endInputs.reduce((n, i) => n + i.malformed, 0);
+        expect(counted).toBeLessThanOrEqual(Math.round(summary.malformedEnd * summary.checkEpisodes));
+        if (summary.malformedEnd === 0) expect(endInputs).toEqual([]);
+        else expect(endInputs[0]?.malformed).toBeGreaterThan(0);
         if (SETTINGS[name]?.sft) expect(typeof summary.validationAfterSft).toBe("number");
         if (name.startsWith("nim")) expect(summary.evaluations?.["vs-optimal"]).toBeDefined();
       });

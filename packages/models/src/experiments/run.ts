@@ -25,6 +25,7 @@ import {
   type RendererTokenizer,
 } from "@opentinker/sdk";
 import { BUILT_IN_MODELS, DEFAULT_TEXT_MODEL } from "../registry.ts";
+import type { MalformedInput } from "./malformed-inputs.ts";
 import { svgPlot } from "./plot.ts";
 import { PAIR_SETTINGS, type PairSetting, SETTINGS, type Setting } from "./settings.ts";
 import { type BestSnapshot, type SettingRun, trainSetting } from "./train-setting.ts";
@@ -70,6 +71,8 @@ export interface RunSummary {
   malformedAfterSft?: number;
   /** Validation episodes behind each of the start and end figures. */
   checkEpisodes: number;
+  /** The inputs with the most malformed actions in the start and end checks (older summaries lack it). */
+  malformedInputs?: { start: MalformedInput[]; end: MalformedInput[] };
   /** Every validation metric at the start and the end (the reward, the environments' own metrics). */
   validationMetrics: { start: Record<string, number>; end: Record<string, number> };
   /** Further evaluations (start and end). */

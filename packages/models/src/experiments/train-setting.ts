@@ -14,6 +14,7 @@ import {
   trainSft,
 } from "@opentinker/sdk";
 import type { Example } from "../corpus/index.ts";
+import { type MalformedInput, malformedInputs } from "./malformed-inputs.ts";
 import type { RunSummary } from "./run.ts";
 import type { Setting, SettingContext, SftPhase } from "./settings.ts";
 
@@ -74,13 +75,20 @@ async function evaluateNow(
   datasets: Record<string, RlDataset>,
   metric: string,
   seed: number,
+  tokenizer: RendererTokenizer,
 ) {
   const saved = await (await tc.saveWeightsForSampler("evaluate")).result();
   const sampler = { client: await tc.createSamplingClient(saved.handle), version: saved.version };
   const version = saved.version;
   const out: Record<
     string,
-    { value: number; malformed: number; episodes: number; metrics: Record<string, number> }
+    {
+      value: number;
+      malformed: number;
+      episodes: number;
+      metrics: Record<string, number>;
+      inputs: MalformedInput[];
+    }
   > = {};
   for (const [name, dataset] of Object.entries(datasets)) {
     const { groups, metrics } = await evaluate(sampler, dataset, { seed });
@@ -90,6 +98,7 @@ async function evaluateNow(
       malformed: malformedRate(metrics, "val/"),
       episodes: groups.reduce((n, g) => n + g.trajectories.length, 0),
       metrics: named,
+      inputs: malformedInputs(groups, tokenizer),
     };
   }
   return { version, sampler: sampler.client, results: out };
@@ -152,13 +161,19 @@ export async function trainSetting(
     ...Object.fromEntries(Object.entries(s.evaluations ?? {}).map(([k, make]) => [k, make(ctx)])),
   });
   const extra = Object.keys(s.evaluations ?? {});
-  const startRun = await evaluateNow(tc, evaluationSets(), metric, o.seed);
+  const startRun = await evaluateNow(tc, evaluationSets(), metric, o.seed, o.tokenizer);
   const start = startRun.results;
   let afterSft: { value: number; malformed: number } | undefined;
   let reference = startRun.sampler;
   if (s.sft) {
     await runSftPhase(tc, s.sft, await s.sft.examples(ctx));
-    const checked = await evaluateNow(tc, { validation: s.validation(ctx, checkBatches) }, metric, o.seed);
+    const checked = await evaluateNow(
+      tc,
+      { validation: s.validation(ctx, checkBatches) },
+      metric,
+      o.seed,
+      o.tokenizer,
+    );
     reference = checked.sampler;
     afterSft = {
       value: checked.results.validation?.value ?? 0,
@@ -188,7 +203,7 @@ export async function trainSetting(
         validations.push({ step: step + 1, version: validated.version, value });
     },
   });
-  const endRun = await evaluateNow(tc, evaluationSets(), metric, o.seed);
+  const endRun = await evaluateNow(tc, evaluationSets(), metric, o.seed, o.tokenizer);
   const end = endRun.results;
   const last = await svc.registry.latest(svc.team, tc.adapterId);
   const evaluations = Object.fromEntries(
@@ -213,6 +228,7 @@ export async function trainSetting(
     malformedStart: start.validation?.malformed ?? 0,
     malformedEnd: end.validation?.malformed ?? 0,
     checkEpisodes: end.validation?.episodes ?? 0,
+    malformedInputs: { start: start.validation?.inputs ?? [], end: end.validation?.inputs ?? [] },
     validationMetrics: { start: start.validation?.metrics ?? {}, end: end.validation?.metrics ?? {} },
     ...(Object.keys(evaluations).length ? { evaluations } : {}),
     stateSha256: stateSha256(tc),
