@@ -63,11 +63,11 @@ describe("malformed actions by input", () => {
   });
 
   it("tells two pictures with the same question apart", () => {
+    // As the shapes environment renders it: the picture first, then the question's turn.
     const picture = (data: string): ModelInput => ({
       chunks: [
-        { type: "encoded_text", tokens: encode("<|im_start|>user\n") },
         { type: "image", format: "png", data, expectedTokens: 4 },
-        { type: "encoded_text", tokens: encode("How many?<|im_end|>\n<|im_start|>assistant\n") },
+        { type: "encoded_text", tokens: encode(prompt("How many?")) },
       ],
     });
     const found = malformedInputs(
@@ -75,7 +75,7 @@ describe("malformed actions by input", () => {
       tok,
     );
     expect(found).toHaveLength(2);
-    expect(found[0]?.input).toMatch(/^\[image [0-9a-f]{8}\]How many\?$/);
+    expect(found[0]?.input).toMatch(/^\[image [0-9a-f]{8}\] How many\?$/);
     expect(found[0]?.input).not.toBe(found[1]?.input);
   });
 });

@@ -7,7 +7,7 @@ import type { ModelInput } from "@opentinker/protocol";
 import type { RendererTokenizer, TrajectoryGroup } from "@opentinker/sdk";
 
 export interface MalformedInput {
-  /** The turn the action answered: the observation's last message, as text (an image as `[image <sha256 prefix>]`). */
+  /** The turn the action answered: the observation's images (`[image <sha256 prefix>]`), then its last message as text. */
   input: string;
   /** Malformed or illegal actions on it, and every action on it. */
   malformed: number;
@@ -34,15 +34,14 @@ export function lastMessage(text: string): string {
   return text.trim();
 }
 
-/** The observation as text, each image named by its bytes' hash so two pictures stay apart. */
-function renderInput(input: ModelInput, tokenizer: RendererTokenizer): string {
-  return input.chunks
-    .map((c) =>
-      c.type === "encoded_text"
-        ? tokenizer.decode(c.tokens)
-        : `[image ${createHash("sha256").update(c.data).digest("hex").slice(0, 8)}]`,
-    )
-    .join("");
+/** An image named by its bytes' hash, so two pictures with the same question stay apart. */
+const imageName = (data: string) => `[image ${createHash("sha256").update(data).digest("hex").slice(0, 8)}]`;
+
+/** The turn an action answered: the observation's images (wherever they sit), then its last message. */
+function inputOf(input: ModelInput, tokenizer: RendererTokenizer): string {
+  const text = input.chunks.map((c) => (c.type === "encoded_text" ? tokenizer.decode(c.tokens) : "")).join("");
+  const images = input.chunks.flatMap((c) => (c.type === "image" ? [imageName(c.data)] : []));
+  return [...images, lastMessage(text)].join(" ");
 }
 
 const isMalformed = (metrics: Record<string, number>) =>
@@ -58,7 +57,7 @@ export function malformedInputs(
   for (const group of groups)
     for (const trajectory of group.trajectories)
       for (const t of trajectory.transitions) {
-        const input = lastMessage(renderInput(t.observation, tokenizer));
+        const input = inputOf(t.observation, tokenizer);
         const entry = byInput.get(input) ?? { malformed: 0, actions: 0, answers: new Map<string, number>() };
         entry.actions += 1;
         if (isMalformed(t.metrics)) {
