@@ -39,7 +39,9 @@ const imageName = (data: string) => `[image ${createHash("sha256").update(data).
 
 /** The turn an action answered: the observation's images (wherever they sit), then its last message. */
 function inputOf(input: ModelInput, tokenizer: RendererTokenizer): string {
-  const text = input.chunks.map((c) => (c.type === "encoded_text" ? tokenizer.decode(c.tokens) : "")).join("");
+  const text = input.chunks
+    .map((c) => (c.type === "encoded_text" ? tokenizer.decode(c.tokens) : ""))
+    .join("");
   const images = input.chunks.flatMap((c) => (c.type === "image" ? [imageName(c.data)] : []));
   return [...images, lastMessage(text)].join(" ");
 }
