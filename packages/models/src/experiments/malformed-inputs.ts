@@ -46,8 +46,15 @@ function inputOf(input: ModelInput, tokenizer: RendererTokenizer): string {
   return [...images, lastMessage(text)].join(" ");
 }
 
-const isMalformed = (metrics: Record<string, number>) =>
-  (metrics["format/malformed"] ?? 0) + (metrics["game/illegal_move"] ?? 0) > 0;
+/** The environments' metrics that mark an action malformed (text answers) or illegal (game moves). */
+const MALFORMED_METRICS = ["format/malformed", "game/illegal_move"] as const;
+
+/** Malformed text answers and illegal game moves, as one rate, from metrics named `${prefix}env/<metric>`. */
+export const malformedRate = (m: Record<string, number>, prefix: string) =>
+  MALFORMED_METRICS.reduce((sum, k) => sum + (m[`${prefix}env/${k}`] ?? 0), 0);
+
+/** One action's own metrics (no prefix) mark it malformed. */
+const isMalformed = (metrics: Record<string, number>) => MALFORMED_METRICS.some((k) => (metrics[k] ?? 0) > 0);
 
 /** Every input that drew a malformed action, most malformed first (ties: the input's text). */
 export function malformedInputs(

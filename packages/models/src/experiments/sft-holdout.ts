@@ -21,9 +21,10 @@ import {
 import type { SamplingClient } from "@opentinker/protocol";
 import { evaluate, type RendererTokenizer, type RlDataset } from "@opentinker/sdk";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
+import { malformedRate } from "./malformed-inputs.ts";
 import { loadExperimentModel } from "./run.ts";
 import { arithmeticSftExamples, SETTINGS } from "./settings.ts";
-import { malformedRate, runSftPhase } from "./train-setting.ts";
+import { runSftPhase } from "./train-setting.ts";
 
 const seed = Number(process.argv[2] ?? 1);
 const rates = (process.argv[3] ?? "5e-4,2e-4,1e-4").split(",").map(Number);

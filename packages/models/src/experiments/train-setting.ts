@@ -14,7 +14,7 @@ import {
   trainSft,
 } from "@opentinker/sdk";
 import type { Example } from "../corpus/index.ts";
-import { type MalformedInput, malformedInputs } from "./malformed-inputs.ts";
+import { type MalformedInput, malformedInputs, malformedRate } from "./malformed-inputs.ts";
 import type { RunSummary } from "./run.ts";
 import type { Setting, SettingContext, SftPhase } from "./settings.ts";
 
@@ -108,10 +108,6 @@ async function evaluateNow(
 function bestOf(candidates: readonly Omit<BestSnapshot, "checksum">[]) {
   return candidates.reduce((best, c) => (c.value > best.value ? c : best));
 }
-
-/** Malformed text answers and illegal game moves, as one rate. */
-export const malformedRate = (m: Record<string, number>, prefix: string) =>
-  (m[`${prefix}env/format/malformed`] ?? 0) + (m[`${prefix}env/game/illegal_move`] ?? 0);
 
 /** Weights sum to 1 per batch, so the loss is a mean over answer tokens whatever their count. */
 function sftDatums(examples: readonly Example[], batchSize: number): Datum[] {
