@@ -3,7 +3,7 @@
 // user sees none of it; forms refuse bad input next to the field.
 import { addMember, createTeam, createUser, setUserPassword } from "@opentinker/db";
 import { RL_PRESETS } from "@opentinker/protocol";
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser, openPage, type Stack, screenshot, signIn, startStack, until } from "./stack.ts";
 
@@ -19,6 +19,12 @@ afterAll(async () => {
 });
 
 const WAIT = { timeout: 60_000 };
+
+/**
+ * The job form's Kind field. A select's label text includes its options' texts, so
+ * once an environment named "kind-…" exists the Environment field matches "Kind" too.
+ */
+const kindField = (page: Page) => page.getByRole("combobox", { name: /^Kind/ });
 
 /** A call to the REST API with the demo team's key; anything but 200 fails the test, naming the route. */
 async function post<T = { id: string }>(route: string, body: unknown): Promise<T> {
@@ -55,7 +61,7 @@ describe("dashboard", () => {
 
     await page.goto(`${stack.url}/jobs/new`);
     await page.getByRole("heading", { name: "New job", exact: true }).waitFor();
-    await page.getByLabel("Kind").selectOption("RL");
+    await kindField(page).selectOption("RL");
     await page.getByLabel("Adapter").selectOption({ label: "e2e-adapter (tiny-random)" });
     await page.getByLabel("Environment").selectOption({ label: "arith (arithmetic)" });
     await page.getByLabel("Steps").fill("5000");
@@ -560,7 +566,7 @@ describe("dashboard", () => {
     await page.getByText("Created environment preset-shapes-env.").waitFor(WAIT);
 
     await page.goto(`${stack.url}/jobs/new`);
-    await page.getByLabel("Kind").selectOption("RL");
+    await kindField(page).selectOption("RL");
     await page.locator("#adapterId").selectOption({ label: "preset-shapes (opentinker-vl-tiny)" });
     await page.locator("#environmentId").selectOption({ label: "preset-shapes-env (shapes)" });
     // The form's defaults are now the shapes preset, shown and editable.
