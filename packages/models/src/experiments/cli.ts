@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,7 +7,7 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -23,6 +23,7 @@ function parsed() {
         "lr-schedule": { type: "string" },
         kl: { type: "string" },
         "format-penalty": { type: "string" },
+        groups: { type: "string" },
       },
     });
   } catch (error) {
@@ -52,6 +53,15 @@ if (formatPenalty !== undefined && !(formatPenalty <= 0)) {
   console.error(`--format-penalty must be a number ≤ 0 (got "${values["format-penalty"]}")`);
   process.exit(2);
 }
+const groupsPerStep = values.groups === undefined ? undefined : Number(values.groups);
+if (groupsPerStep !== undefined && !(Number.isInteger(groupsPerStep) && groupsPerStep >= 1)) {
+  console.error(`--groups must be an integer ≥ 1 (got "${values.groups}")`);
+  process.exit(2);
+}
+const training = {
+  ...(formatPenalty === undefined ? {} : { formatPenalty }),
+  ...(groupsPerStep === undefined ? {} : { groupsPerStep }),
+};
 const lrSchedule =
   values["lr-schedule"] === undefined ? undefined : ZLrSchedule.safeParse(values["lr-schedule"]);
 if (lrSchedule && !lrSchedule.success) {
@@ -76,7 +86,7 @@ try {
     ...(learningRate === undefined ? {} : { learningRate }),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
-    ...(formatPenalty === undefined ? {} : { trainFormatPenalty: formatPenalty }),
+    ...(Object.keys(training).length > 0 ? { training } : {}),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });
   console.log(JSON.stringify(summary, null, 2));

@@ -27,7 +27,13 @@ import {
 import { BUILT_IN_MODELS, DEFAULT_TEXT_MODEL } from "../registry.ts";
 import type { MalformedInput } from "./malformed-inputs.ts";
 import { svgPlot } from "./plot.ts";
-import { PAIR_SETTINGS, type PairSetting, SETTINGS, type Setting } from "./settings.ts";
+import {
+  PAIR_SETTINGS,
+  type PairSetting,
+  SETTINGS,
+  type Setting,
+  type TrainingOverrides,
+} from "./settings.ts";
 import { type BestSnapshot, type SettingRun, trainSetting } from "./train-setting.ts";
 
 export interface ExperimentOptions {
@@ -48,8 +54,7 @@ export interface ExperimentOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (default: none). */
   klCoef?: number;
-  /** The reward for a malformed action in training episodes (default: the environment's). */
-  trainFormatPenalty?: number;
+  training?: TrainingOverrides;
   /** Validation batches of the start and end checks (default CHECK_BATCHES). */
   checkBatches?: number;
   quiet?: boolean;
@@ -216,9 +221,7 @@ function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: Metrics
     ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
     ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
     ...(c.options.klCoef ? { klCoef: c.options.klCoef } : {}),
-    ...(c.options.trainFormatPenalty === undefined
-      ? {}
-      : { trainFormatPenalty: c.options.trainFormatPenalty }),
+    ...(c.options.training ? { training: c.options.training } : {}),
     ...(c.options.checkBatches ? { checkBatches: c.options.checkBatches } : {}),
   });
 }

@@ -56,7 +56,7 @@ describe("a training format penalty", () => {
     const setting = SETTINGS["arithmetic-lora-rl"];
     if (!setting) throw new Error("no arithmetic-lora-rl");
     const tok = await tokenizer(DEFAULT_TEXT_MODEL);
-    const ctx = { tokenizer: tok, seed: 1, steps: 1, trainFormatPenalty: -1 };
+    const ctx = { tokenizer: tok, seed: 1, steps: 1, training: { formatPenalty: -1 } };
     // Not a number and no end of turn: malformed either way.
     const action = tok.encode("seven", { addSpecialTokens: false });
     const malformedReward = async (dataset: RlDataset) => {
@@ -67,5 +67,20 @@ describe("a training format penalty", () => {
     };
     expect(await malformedReward(setting.train(ctx))).toBe(-1);
     expect(await malformedReward(setting.validation(ctx))).toBe(DEFAULT_FORMAT_PENALTY);
+  });
+});
+
+describe("training groups per step", () => {
+  it("change the training batches only, in the preset's settings and in nim's self-play", async () => {
+    const tok = await tokenizer(DEFAULT_TEXT_MODEL);
+    const ctx = { tokenizer: tok, seed: 1, steps: 1, training: { groupsPerStep: 3 } };
+    for (const name of ["guess-number-lora-rl", "nim-selfplay-lora-rl"]) {
+      const setting = SETTINGS[name];
+      if (!setting) throw new Error(`no ${name}`);
+      expect(setting.train(ctx).batch(0), name).toHaveLength(3);
+      expect(setting.validation(ctx).batch(0), name).toHaveLength(
+        setting.validation({ tokenizer: tok, seed: 1, steps: 1 }).batch(0).length,
+      );
+    }
   });
 });

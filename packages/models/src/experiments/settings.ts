@@ -18,12 +18,19 @@ import type { Example } from "../corpus/index.ts";
 import { ARITHMETIC_STUDENT } from "../recipes.ts";
 import { DEFAULT_VL_MODEL, TOOL_MODEL } from "../registry.ts";
 
+/** Changes to the training split's episodes for a development run; validation keeps the setting's own. */
+export interface TrainingOverrides {
+  /** The reward for a malformed action (default: the environment's). */
+  formatPenalty?: number;
+  /** Groups per step (default: the preset's). */
+  groupsPerStep?: number;
+}
+
 export interface SettingContext {
   tokenizer: RendererTokenizer;
   seed: number;
   steps: number;
-  /** The reward for a malformed action while training (default: the environment's); validation keeps its own. */
-  trainFormatPenalty?: number;
+  training?: TrainingOverrides;
 }
 
 /** Supervised fine-tuning before RL: examples of the task done right. */
@@ -73,6 +80,9 @@ export interface PairSetting {
 type SplitDataset = (ctx: SettingContext, split: Split, batches: number) => RlDataset;
 type Groups = Pick<TaskDatasetOptions, "groupsPerBatch" | "groupSize">;
 
+const trainingGroups = (preset: Groups, o: TrainingOverrides | undefined): Groups =>
+  o?.groupsPerStep === undefined ? preset : { ...preset, groupsPerBatch: o.groupsPerStep };
+
 /** An environment's dataset for either split, each with its own groups. */
 const bySplit =
   (
@@ -85,9 +95,9 @@ const bySplit =
       split,
       seed: ctx.seed,
       batches,
-      ...(split === "train" ? train : validation),
-      ...(split === "train" && ctx.trainFormatPenalty !== undefined
-        ? { formatPenalty: ctx.trainFormatPenalty }
+      ...(split === "train" ? trainingGroups(train, ctx.training) : validation),
+      ...(split === "train" && ctx.training?.formatPenalty !== undefined
+        ? { formatPenalty: ctx.training.formatPenalty }
         : {}),
     });
 
@@ -191,7 +201,7 @@ export const SETTINGS: Record<string, Setting> = {
       nimSelfPlayDataset({
         seed: ctx.seed,
         batches: ctx.steps,
-        groupsPerBatch: nim.config.groupsPerStep,
+        groupsPerBatch: ctx.training?.groupsPerStep ?? nim.config.groupsPerStep,
         games: nim.config.groupSize,
       }),
     validation: (ctx, batches) => nimAgainst(ctx, "random", batches),

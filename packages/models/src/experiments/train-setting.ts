@@ -16,7 +16,7 @@ import {
 import type { Example } from "../corpus/index.ts";
 import { type MalformedInput, malformedInputs, malformedRate } from "./malformed-inputs.ts";
 import type { RunSummary } from "./run.ts";
-import type { Setting, SettingContext, SftPhase } from "./settings.ts";
+import type { Setting, SettingContext, SftPhase, TrainingOverrides } from "./settings.ts";
 
 export interface TrainSettingOptions {
   baseModel: string;
@@ -32,8 +32,7 @@ export interface TrainSettingOptions {
   klCoef?: number;
   /** Validation batches of the start and end checks (default CHECK_BATCHES; tests use fewer). */
   checkBatches?: number;
-  /** The reward for a malformed action in training episodes (default: the environment's). */
-  trainFormatPenalty?: number;
+  training?: TrainingOverrides;
 }
 
 /** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
@@ -146,7 +145,7 @@ export async function trainSetting(
     tokenizer: o.tokenizer,
     seed: o.seed,
     steps: o.steps,
-    ...(o.trainFormatPenalty === undefined ? {} : { trainFormatPenalty: o.trainFormatPenalty }),
+    ...(o.training ? { training: o.training } : {}),
   };
   const metric = s.metric ?? "reward/mean";
   const checkBatches = o.checkBatches ?? CHECK_BATCHES;
