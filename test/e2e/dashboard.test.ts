@@ -577,6 +577,7 @@ describe("dashboard", () => {
       ["groupsPerStep", preset.groupsPerStep],
       ["groupSize", preset.groupSize],
       ["learningRate", preset.adam.learningRate],
+      ["gradClipNorm", preset.adam.gradClipNorm],
       ["validationEvery", preset.validation.every],
       ["validationGroups", preset.validation.groups],
       ["validationGroupSize", preset.validation.groupSize],

@@ -10,7 +10,7 @@ import type { RlJobConfigInput } from "./jobs.ts";
 export type RlPresetConfig = Required<
   Pick<RlJobConfigInput, "steps" | "groupsPerStep" | "groupSize" | "lossFn" | "lrSchedule" | "sampling">
 > & {
-  adam: { learningRate: number };
+  adam: { learningRate: number; gradClipNorm: number };
   validation: { every: number; groups: number; groupSize: number };
 };
 
@@ -39,7 +39,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupsPerStep: 16,
       groupSize: 8,
       lossFn: "ppo",
-      adam: { learningRate: 1e-3 },
+      adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
       validation: quarterly(800, 128, 1),
@@ -53,7 +53,9 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupsPerStep: 8,
       groupSize: 8,
       lossFn: "ppo",
-      adam: { learningRate: 1e-3 },
+      // Unclipped, gradient norms grew from ~10 to spikes of 100–400 and some runs
+      // collapsed late (docs/results.md); a unit-norm clip keeps every step's size alike.
+      adam: { learningRate: 1e-3, gradClipNorm: 1 },
       lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 64, 2),
@@ -67,7 +69,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupsPerStep: 8,
       groupSize: 4,
       lossFn: "ppo",
-      adam: { learningRate: 1e-3 },
+      adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 16, 8),
@@ -81,7 +83,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupsPerStep: 4,
       groupSize: 8,
       lossFn: "ppo",
-      adam: { learningRate: 1e-3 },
+      adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 64, 2),
@@ -96,7 +98,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       groupsPerStep: 16,
       groupSize: 8,
       lossFn: "ppo",
-      adam: { learningRate: 1e-3 },
+      adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
       validation: quarterly(300, 128, 1),

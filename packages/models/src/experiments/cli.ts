@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,7 +7,7 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -20,6 +20,7 @@ function parsed() {
         model: { type: "string" },
         out: { type: "string" },
         lr: { type: "string" },
+        "grad-clip": { type: "string" },
         "lr-schedule": { type: "string" },
         kl: { type: "string" },
         "format-penalty": { type: "string" },
@@ -41,6 +42,11 @@ const seed = Number(values.seed);
 const learningRate = values.lr === undefined ? undefined : Number(values.lr);
 if (learningRate !== undefined && !(learningRate > 0)) {
   console.error(`--lr must be a positive number (got "${values.lr}")`);
+  process.exit(2);
+}
+const gradClipNorm = values["grad-clip"] === undefined ? undefined : Number(values["grad-clip"]);
+if (gradClipNorm !== undefined && !(gradClipNorm >= 0)) {
+  console.error(`--grad-clip must be a number ≥ 0 (got "${values["grad-clip"]}")`);
   process.exit(2);
 }
 const klCoef = values.kl === undefined ? undefined : Number(values.kl);
@@ -84,6 +90,7 @@ try {
     steps,
     ...(values.model ? { model: values.model } : {}),
     ...(learningRate === undefined ? {} : { learningRate }),
+    ...(gradClipNorm === undefined ? {} : { gradClipNorm }),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
     ...(Object.keys(training).length > 0 ? { training } : {}),

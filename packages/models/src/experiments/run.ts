@@ -50,6 +50,8 @@ export interface ExperimentOptions {
   validateEvery?: number;
   /** Overrides the setting's learning rate. */
   learningRate?: number;
+  /** Overrides the setting's gradient-norm clip (0: none). */
+  gradClipNorm?: number;
   /** Overrides the setting's learning-rate schedule. */
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (default: none). */
@@ -219,6 +221,7 @@ function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: Metrics
     sink,
     ...(c.options.validateEvery ? { validateEvery: c.options.validateEvery } : {}),
     ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
+    ...(c.options.gradClipNorm === undefined ? {} : { gradClipNorm: c.options.gradClipNorm }),
     ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
     ...(c.options.klCoef ? { klCoef: c.options.klCoef } : {}),
     ...(c.options.training ? { training: c.options.training } : {}),

@@ -32,6 +32,7 @@ describe("experiment settings and presets", () => {
       if (!setting) throw new Error(`no setting ${name}`);
       expect(setting.lossFn).toBe(preset.config.lossFn);
       expect(setting.learningRate).toBe(preset.config.adam.learningRate);
+      expect(setting.gradClipNorm ?? 0).toBe(preset.config.adam.gradClipNorm);
       expect(setting.metric ?? "reward/mean").toBe(preset.metric);
       const ctx = { tokenizer: await tokenizer(setting.model ?? DEFAULT_TEXT_MODEL), seed: 1, steps: 3 };
       const train = setting.train(ctx);

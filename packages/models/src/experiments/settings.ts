@@ -51,6 +51,8 @@ export interface Setting {
   validation(ctx: SettingContext, batches?: number): RlDataset;
   lossFn: "ppo" | "importance_sampling";
   learningRate: number;
+  /** Global gradient-norm clip before each Adam step (default 0: none). */
+  gradClipNorm?: number;
   /** How the learning rate moves over the run (default: held). */
   lrSchedule?: LrSchedule;
   /** LoRA rank 16 over the frozen base (default), or every weight trained. */
@@ -127,6 +129,7 @@ const loraRl = (name: string, description: string, dataset: SplitDataset, preset
   validation: (ctx, batches = 1) => dataset(ctx, "validation", batches),
   lossFn: preset.config.lossFn,
   learningRate: preset.config.adam.learningRate,
+  gradClipNorm: preset.config.adam.gradClipNorm,
   lrSchedule: preset.config.lrSchedule,
   metric: preset.metric,
 });
@@ -207,6 +210,7 @@ export const SETTINGS: Record<string, Setting> = {
     validation: (ctx, batches) => nimAgainst(ctx, "random", batches),
     lossFn: nim.config.lossFn,
     learningRate: nim.config.adam.learningRate,
+    gradClipNorm: nim.config.adam.gradClipNorm,
     lrSchedule: nim.config.lrSchedule,
     metric: nim.metric,
     evaluations: { "vs-optimal": (ctx) => nimAgainst(ctx, "optimal") },

@@ -26,6 +26,8 @@ export interface TrainSettingOptions {
   sink: MetricsSink;
   validateEvery?: number;
   learningRate?: number;
+  /** Overrides the setting's gradient-norm clip (0: none). */
+  gradClipNorm?: number;
   /** Overrides the setting's learning-rate schedule. */
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (after SFT, if any), folded into the advantages. */
@@ -180,7 +182,10 @@ export async function trainSetting(
     trainingClient: tc,
     dataset: s.train(ctx),
     lossFn: s.lossFn,
-    adam: { learningRate: o.learningRate ?? s.learningRate },
+    adam: {
+      learningRate: o.learningRate ?? s.learningRate,
+      gradClipNorm: o.gradClipNorm ?? s.gradClipNorm ?? 0,
+    },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
     validation: {

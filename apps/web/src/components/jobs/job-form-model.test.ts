@@ -68,9 +68,10 @@ describe("new-job form", () => {
     expect(errors.steps).toBe("Enter a whole number");
   });
 
-  it("nested config errors land on their field (learning rate, validation groups)", () => {
-    const errors = errorsOf(rl({ learningRate: "-1", validationEvery: "3" }));
+  it("nested config errors land on their field (learning rate, gradient clip, validation groups)", () => {
+    const errors = errorsOf(rl({ learningRate: "-1", gradClipNorm: "-2", validationEvery: "3" }));
     expect(errors.learningRate).toMatch(/at least 0/);
+    expect(errors.gradClipNorm).toMatch(/at least 0/);
     expect(errors.validationGroups).toBe("Required");
   });
 

@@ -36,6 +36,7 @@ export interface JobFormValues {
   scaleByStd: boolean;
   // RL and SFT
   learningRate: string;
+  gradClipNorm: string;
   retention: Retention;
   // RL and EVAL
   temperature: string;
@@ -79,6 +80,7 @@ export const INITIAL_VALUES: JobFormValues = {
   dropConstantGroups: true,
   scaleByStd: false,
   learningRate: "0.0001",
+  gradClipNorm: "0",
   retention: DEFAULT_RETENTION,
   temperature: "",
   seed: "0",
@@ -107,6 +109,7 @@ export function withEnvironmentPreset(values: JobFormValues, builtin: string | n
     lossFn: preset.lossFn,
     lrSchedule: preset.lrSchedule,
     learningRate: String(preset.adam.learningRate),
+    gradClipNorm: String(preset.adam.gradClipNorm),
     temperature: preset.sampling.temperature === undefined ? "" : String(preset.sampling.temperature),
     validationEvery: String(preset.validation.every),
     validationGroups: String(preset.validation.groups),
@@ -178,7 +181,11 @@ function configOf(
   const temperature = number("temperature");
   const sampling = temperature === undefined ? {} : { temperature };
   const learningRate = number("learningRate");
-  const adam = learningRate === undefined ? {} : { learningRate };
+  const gradClipNorm = number("gradClipNorm");
+  const adam = {
+    ...(learningRate === undefined ? {} : { learningRate }),
+    ...(gradClipNorm === undefined ? {} : { gradClipNorm }),
+  };
 
   if (values.kind === "RL") {
     const every = number("validationEvery");
@@ -212,6 +219,7 @@ function configOf(
         lossFn: "lossFn",
         lrSchedule: "lrSchedule",
         adam: "learningRate",
+        "adam.gradClipNorm": "gradClipNorm",
         sampling: "temperature",
         seed: "seed",
         checkpointEvery: "checkpointEvery",
@@ -245,6 +253,7 @@ function configOf(
         epochs: "epochs",
         batchSize: "batchSize",
         adam: "learningRate",
+        "adam.gradClipNorm": "gradClipNorm",
         retention: "retention",
       },
     };

@@ -39,6 +39,11 @@ const LR_SCHEDULES: Choice[] = [
   { value: "cosine", label: "cosine decay to 0" },
 ];
 
+const CLIP_HINT = {
+  decimal: true,
+  hint: "Scale each update's gradient down to at most this global norm; 0: no clipping.",
+};
+
 const RETENTIONS: Choice[] = [
   { value: "keep-final", label: "keep-final (delete intermediate snapshots)" },
   { value: "keep-all", label: "keep-all" },
@@ -234,6 +239,7 @@ export function JobForm() {
           {choose("lossFn", "Loss", LOSSES)}
           {text("learningRate", "Learning rate", { decimal: true })}
           {choose("lrSchedule", "Learning-rate schedule", LR_SCHEDULES)}
+          {text("gradClipNorm", "Gradient clip", CLIP_HINT)}
           {text("temperature", "Temperature", { decimal: true, hint: "Blank: the sampler's default." })}
           {text("seed", "Seed")}
           {text("checkpointEvery", "Checkpoint every", {
@@ -286,6 +292,7 @@ export function JobForm() {
           {text("epochs", "Epochs")}
           {text("batchSize", "Batch size")}
           {text("learningRate", "Learning rate", { decimal: true })}
+          {text("gradClipNorm", "Gradient clip", CLIP_HINT)}
           {choose("retention", "Retention", RETENTIONS)}
         </Section>
       )}
