@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,7 +7,7 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--format-penalty=X] [--groups N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -23,6 +23,7 @@ function parsed() {
         "grad-clip": { type: "string" },
         "lr-schedule": { type: "string" },
         kl: { type: "string" },
+        "scale-by-std": { type: "boolean" },
         "format-penalty": { type: "string" },
         groups: { type: "string" },
       },
@@ -93,6 +94,7 @@ try {
     ...(gradClipNorm === undefined ? {} : { gradClipNorm }),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
+    ...(values["scale-by-std"] ? { scaleByStd: true } : {}),
     ...(Object.keys(training).length > 0 ? { training } : {}),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });

@@ -56,6 +56,8 @@ export interface ExperimentOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (default: none). */
   klCoef?: number;
+  /** Divide each group's advantages by its returns' standard deviation. */
+  scaleByStd?: boolean;
   training?: TrainingOverrides;
   /** Validation batches of the start and end checks (default CHECK_BATCHES). */
   checkBatches?: number;
@@ -224,6 +226,7 @@ function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: Metrics
     ...(c.options.gradClipNorm === undefined ? {} : { gradClipNorm: c.options.gradClipNorm }),
     ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
     ...(c.options.klCoef ? { klCoef: c.options.klCoef } : {}),
+    ...(c.options.scaleByStd ? { scaleByStd: true } : {}),
     ...(c.options.training ? { training: c.options.training } : {}),
     ...(c.options.checkBatches ? { checkBatches: c.options.checkBatches } : {}),
   });

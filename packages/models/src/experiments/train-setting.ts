@@ -32,6 +32,8 @@ export interface TrainSettingOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (after SFT, if any), folded into the advantages. */
   klCoef?: number;
+  /** Divide each group's advantages by its returns' standard deviation (default: centred only). */
+  scaleByStd?: boolean;
   /** Validation batches of the start and end checks (default CHECK_BATCHES; tests use fewer). */
   checkBatches?: number;
   training?: TrainingOverrides;
@@ -188,6 +190,7 @@ export async function trainSetting(
     },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
+    ...(o.scaleByStd ? { advantages: { scaleByStd: true } } : {}),
     validation: {
       dataset: s.validation(ctx),
       every: o.validateEvery ?? Math.max(1, Math.floor(o.steps / 4)),
