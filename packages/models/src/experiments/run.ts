@@ -14,7 +14,6 @@ import {
   machineInfo,
 } from "@opentinker/engine";
 import { TINY_MODEL, writeTinyModel } from "@opentinker/engine/testing";
-import type { LrSchedule } from "@opentinker/protocol";
 import {
   ConsoleSink,
   fanOut,
@@ -27,16 +26,10 @@ import {
 import { BUILT_IN_MODELS, DEFAULT_TEXT_MODEL } from "../registry.ts";
 import type { MalformedInput } from "./malformed-inputs.ts";
 import { svgPlot } from "./plot.ts";
-import {
-  PAIR_SETTINGS,
-  type PairSetting,
-  SETTINGS,
-  type Setting,
-  type TrainingOverrides,
-} from "./settings.ts";
-import { type BestSnapshot, type SettingRun, trainSetting } from "./train-setting.ts";
+import { PAIR_SETTINGS, type PairSetting, SETTINGS, type Setting } from "./settings.ts";
+import { type BestSnapshot, type SettingOverrides, type SettingRun, trainSetting } from "./train-setting.ts";
 
-export interface ExperimentOptions {
+export interface ExperimentOptions extends SettingOverrides {
   name: string;
   seed: number;
   steps: number;
@@ -47,20 +40,6 @@ export interface ExperimentOptions {
    */
   model?: string;
   outDir: string;
-  validateEvery?: number;
-  /** Overrides the setting's learning rate. */
-  learningRate?: number;
-  /** Overrides the setting's gradient-norm clip (0: none). */
-  gradClipNorm?: number;
-  /** Overrides the setting's learning-rate schedule. */
-  lrSchedule?: LrSchedule;
-  /** A KL penalty against the policy RL starts from (default: none). */
-  klCoef?: number;
-  /** Divide each group's advantages by its returns' standard deviation. */
-  scaleByStd?: boolean;
-  training?: TrainingOverrides;
-  /** Validation batches of the start and end checks (default CHECK_BATCHES). */
-  checkBatches?: number;
   quiet?: boolean;
 }
 
@@ -215,20 +194,30 @@ const service = (c: Common, name: string) =>
   InProcessServiceClient.local([c.base], path.join(c.scratch, name), "experiments");
 
 function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: MetricsSink) {
+  const {
+    validateEvery,
+    learningRate,
+    gradClipNorm,
+    lrSchedule,
+    klCoef,
+    scaleByStd,
+    training,
+    checkBatches,
+  } = c.options;
   return trainSetting(svc, s, {
     baseModel: c.base.name,
     tokenizer: c.base.tokenizer as RendererTokenizer,
     seed: c.options.seed,
     steps: c.options.steps,
     sink,
-    ...(c.options.validateEvery ? { validateEvery: c.options.validateEvery } : {}),
-    ...(c.options.learningRate ? { learningRate: c.options.learningRate } : {}),
-    ...(c.options.gradClipNorm === undefined ? {} : { gradClipNorm: c.options.gradClipNorm }),
-    ...(c.options.lrSchedule ? { lrSchedule: c.options.lrSchedule } : {}),
-    ...(c.options.klCoef ? { klCoef: c.options.klCoef } : {}),
-    ...(c.options.scaleByStd ? { scaleByStd: true } : {}),
-    ...(c.options.training ? { training: c.options.training } : {}),
-    ...(c.options.checkBatches ? { checkBatches: c.options.checkBatches } : {}),
+    validateEvery,
+    learningRate,
+    gradClipNorm,
+    lrSchedule,
+    klCoef,
+    scaleByStd,
+    training,
+    checkBatches,
   });
 }
 

@@ -39,6 +39,19 @@ export interface TrainSettingOptions {
   training?: TrainingOverrides;
 }
 
+/** What a run may change of its setting: the experiment runner's options pass these on as they are. */
+export type SettingOverrides = Pick<
+  TrainSettingOptions,
+  | "validateEvery"
+  | "learningRate"
+  | "gradClipNorm"
+  | "lrSchedule"
+  | "klCoef"
+  | "scaleByStd"
+  | "training"
+  | "checkBatches"
+>;
+
 /** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
 export interface BestSnapshot {
   /** Steps trained when it was measured (0: before training). */
