@@ -16,7 +16,7 @@ import {
   rope,
   swiglu,
 } from "@opentinker/kernels";
-import type { LinearParams } from "../nn/linear.ts";
+import { addBias, type LinearParams } from "../nn/linear.ts";
 import type { ModelParams, ModelShape } from "../nn/params.ts";
 import type { CopyInstruction } from "./kv-cache.ts";
 import type { Module, PoolLoraTables } from "./policy-pool.ts";
@@ -91,12 +91,7 @@ function project(
 ): void {
   if (matmul === "rows" && p.packed) linearPacked(x, p.packed, y, b.n);
   else linear(x, p.weight, y, b.n, p.dIn, p.dOut, false, matmul);
-  if (p.bias) {
-    for (let r = 0; r < b.n; r++) {
-      const row = y.subarray(r * p.dOut, (r + 1) * p.dOut);
-      for (let o = 0; o < p.dOut; o++) row[o] = (row[o] as number) + (p.bias[o] as number);
-    }
-  }
+  if (p.bias) addBias(y, p.bias, b.n, p.dOut);
   if (table && table.count > 0) loraForward(x, b.n, b.slots, table, y, matmul === "rows");
 }
 
