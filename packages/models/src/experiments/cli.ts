@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,7 +7,7 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -26,6 +26,7 @@ function parsed() {
         "scale-by-std": { type: "boolean" },
         "format-penalty": { type: "string" },
         groups: { type: "string" },
+        rank: { type: "string" },
       },
     });
   } catch (error) {
@@ -65,6 +66,11 @@ if (groupsPerStep !== undefined && !(Number.isInteger(groupsPerStep) && groupsPe
   console.error(`--groups must be an integer ≥ 1 (got "${values.groups}")`);
   process.exit(2);
 }
+const loraRank = values.rank === undefined ? undefined : Number(values.rank);
+if (loraRank !== undefined && !(Number.isInteger(loraRank) && loraRank >= 1)) {
+  console.error(`--rank must be an integer ≥ 1 (got "${values.rank}")`);
+  process.exit(2);
+}
 const training = {
   ...(formatPenalty === undefined ? {} : { formatPenalty }),
   ...(groupsPerStep === undefined ? {} : { groupsPerStep }),
@@ -95,6 +101,7 @@ try {
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
     ...(values["scale-by-std"] ? { scaleByStd: true } : {}),
+    ...(loraRank === undefined ? {} : { loraRank }),
     ...(Object.keys(training).length > 0 ? { training } : {}),
     outDir: path.resolve(values.out ?? path.join("experiments", "out", `${name}-seed${seed}`)),
   });

@@ -38,6 +38,8 @@ async function shortRun(
     expect(written.setting).toBe(name);
     // Where it ran, as results differ by machine: the CPU and the kernels that did the GEMMs.
     expect(written.machine).toEqual({ cpu: expect.any(String), kernels: kernelInfo() });
+    // What the run changed of its setting, so development runs are told apart by their summaries.
+    expect(written.overrides).toEqual({ validateEvery: 1, checkBatches: TEST_CHECK_BATCHES, ...options });
     expect(await readFile(summary.files.plot, "utf8")).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>$/);
     await checkBest(summary);
     await check(summary);
@@ -113,6 +115,18 @@ describe("the experiment runner", () => {
         expect(Math.abs(lines[0]?.["kl/mean"] ?? 1)).toBeLessThan(1e-4);
       },
       { klCoef: 0.1 },
+    );
+  }, 180_000);
+
+  it("a run's LoRA rank override reaches the adapter it trains and keeps", async () => {
+    await shortRun(
+      "arithmetic-lora-rl",
+      async (summary) => {
+        const dir = summary.files.best[0] as string;
+        const config = JSON.parse(await readFile(path.join(dir, "adapter_config.json"), "utf8"));
+        expect(config.r).toBe(4);
+      },
+      { loraRank: 4 },
     );
   }, 180_000);
 

@@ -76,6 +76,8 @@ export interface ExperimentSummary extends RunSummary {
   seed: number;
   steps: number;
   model: string;
+  /** What the run changed of its setting (`--lr`, `--grad-clip`, …); empty for the setting as it is. */
+  overrides: SettingOverrides;
   seconds: number;
   /** Where it ran: results differ by CPU and by which kernels did the GEMMs (ours or OpenBLAS). */
   machine: { cpu: string; kernels: AddonInfo };
@@ -172,6 +174,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       seed: options.seed,
       steps: options.steps,
       model: base.name,
+      overrides: overridesOf(options),
       seconds: Math.round((performance.now() - started) / 100) / 10,
       machine: whereItRan(),
       files: { ...files, ...result.files },
@@ -193,31 +196,20 @@ interface Common {
 const service = (c: Common, name: string) =>
   InProcessServiceClient.local([c.base], path.join(c.scratch, name), "experiments");
 
+/** What the options change of the setting, without the run's identity (name, seed, steps, model, files). */
+function overridesOf(options: ExperimentOptions): SettingOverrides {
+  const { name: _n, seed: _s, steps: _t, model: _m, outDir: _o, quiet: _q, ...overrides } = options;
+  return Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+}
+
 function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: MetricsSink) {
-  const {
-    validateEvery,
-    learningRate,
-    gradClipNorm,
-    lrSchedule,
-    klCoef,
-    scaleByStd,
-    training,
-    checkBatches,
-  } = c.options;
   return trainSetting(svc, s, {
+    ...overridesOf(c.options),
     baseModel: c.base.name,
     tokenizer: c.base.tokenizer as RendererTokenizer,
     seed: c.options.seed,
     steps: c.options.steps,
     sink,
-    validateEvery,
-    learningRate,
-    gradClipNorm,
-    lrSchedule,
-    klCoef,
-    scaleByStd,
-    training,
-    checkBatches,
   });
 }
 

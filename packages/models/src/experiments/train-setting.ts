@@ -37,6 +37,8 @@ export interface TrainSettingOptions {
   /** Validation batches of the start and end checks (default CHECK_BATCHES; tests use fewer). */
   checkBatches?: number;
   training?: TrainingOverrides;
+  /** The LoRA adapter's rank (default LORA_RANK; ignored by a full-parameter setting). */
+  loraRank?: number;
 }
 
 /** What a run may change of its setting: the experiment runner's options pass these on as they are. */
@@ -50,6 +52,7 @@ export type SettingOverrides = Pick<
   | "scaleByStd"
   | "training"
   | "checkBatches"
+  | "loraRank"
 >;
 
 /** The snapshot with the best validation so far: what a run that degenerates late still leaves. */
@@ -71,7 +74,7 @@ export interface SettingRun {
   records: MetricsRecord[];
 }
 
-const LORA_RANK = 16;
+export const LORA_RANK = 16;
 /**
  * The start and end checks draw this many validation batches (1,024 episodes
  * for a 128-episode batch): a rise of one malformed answer in a hundred is
@@ -79,10 +82,10 @@ const LORA_RANK = 16;
  */
 export const CHECK_BATCHES = 8;
 
-async function trainingClient(svc: InProcessServiceClient, s: Setting, baseModel: string, seed: number) {
+async function trainingClient(svc: InProcessServiceClient, s: Setting, o: TrainSettingOptions) {
   return s.policy === "full"
-    ? svc.createFullTrainingClient({ baseModel })
-    : svc.createLoraTrainingClient({ baseModel, rank: LORA_RANK, seed });
+    ? svc.createFullTrainingClient({ baseModel: o.baseModel })
+    : svc.createLoraTrainingClient({ baseModel: o.baseModel, rank: o.loraRank ?? LORA_RANK, seed: o.seed });
 }
 
 /** The current weights published and evaluated on each dataset: metric and malformed rate. */
@@ -166,7 +169,7 @@ export async function trainSetting(
   };
   const metric = s.metric ?? "reward/mean";
   const checkBatches = o.checkBatches ?? CHECK_BATCHES;
-  const tc = await trainingClient(svc, s, o.baseModel, o.seed);
+  const tc = await trainingClient(svc, s, o);
   // Fresh datasets for each evaluation: an opponent may carry random state between games.
   const evaluationSets = () => ({
     validation: s.validation(ctx, checkBatches),
