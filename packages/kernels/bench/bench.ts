@@ -4,6 +4,7 @@ import "./openblas-idle.ts";
 import { machineInfo } from "../src/index.ts";
 import { benchAttentionDecode } from "./attention.ts";
 import { benchAttentionTrain } from "./attention-train.ts";
+import { benchDecodeStream } from "./decode-stream.ts";
 import { benchGemm } from "./gemm.ts";
 import { benchMultiLora } from "./multilora.ts";
 import { benchSample } from "./sample.ts";
@@ -14,6 +15,7 @@ const want = (name: string) => !only || only.split(",").includes(name);
 const result = {
   machine: machineInfo(),
   gemm: want("gemm") ? benchGemm() : undefined,
+  decode_stream: want("decode-stream") ? benchDecodeStream() : undefined,
   multilora: want("multilora") ? benchMultiLora() : undefined,
   attention_decode: want("attention") ? benchAttentionDecode() : undefined,
   attention_train: want("attention-train") ? benchAttentionTrain() : undefined,
