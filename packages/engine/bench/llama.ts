@@ -158,14 +158,17 @@ interface Run {
   prefill: number;
 }
 
-/** One measurement of ours: batch-1 decode as the sampling benchmark does it, and a 512-token prefill. */
-async function oursRun(base: BaseModel, dir: string, r: number): Promise<Run> {
+/**
+ * One measurement of ours: batch-1 decode as the sampling benchmark does it, and
+ * a 512-token prefill on `server`, one sampler kept for the whole bench as
+ * llama.cpp keeps its context (a fresh one would pay for first touching its
+ * memory every time, which a running service does once). Each run's prompt is
+ * new from its first token, so nothing is served from the prefix cache.
+ */
+async function oursRun(base: BaseModel, dir: string, r: number, server: Sampler): Promise<Run> {
   const V = base.config.vocabSize;
   const decode = await decodeRate(newSampler(base, dir), ["base"], V);
-  // A fresh sampler and prompt each time: nothing is served from the prefix cache.
-  const s = newSampler(base, dir);
-  await s.sample("base", prompt(V, 64, 1), 1, { maxTokens: 1 });
-  const seconds = await timed(() => s.sample("base", prompt(V, PREFILL, 2 + r), 1, { maxTokens: 1 }));
+  const seconds = await timed(() => server.sample("base", prompt(V, PREFILL, 2 + r), 1, { maxTokens: 1 }));
   return { decode, prefill: PREFILL / seconds };
 }
 
@@ -232,9 +235,11 @@ async function benchModel(
         const loadStart = loadavg().map((l) => round(l, 2));
         // Interleaved, so a change in the machine's load hits all three alike.
         const runs = { ours: [] as Run[], exact: [] as Run[], flash: [] as Run[] };
+        const server = newSampler(base, dir);
+        await server.sample("base", prompt(config.vocabSize, 64, 1), 1, { maxTokens: 1 }); // warm up
         for (let r = 0; r < repeats; r++) {
           progress(`llama: ${name} run ${r + 1}/${repeats}`);
-          runs.ours.push(await settled(() => oursRun(base, dir, r)));
+          runs.ours.push(await settled(() => oursRun(base, dir, r, server)));
           runs.exact.push(await settled(() => llamaRun(exact, config.vocabSize, r)));
           runs.flash.push(await settled(() => llamaRun(flash, config.vocabSize, r)));
         }

@@ -13,7 +13,14 @@ import { pack } from "../trainer/batching.ts";
 import type { PreparedImage } from "../vision/input.ts";
 import type { ImageSpan } from "./block-hash.ts";
 import type { CopyInstruction, KvCacheManager } from "./kv-cache.ts";
-import { PagedKv, pagedForward, pagedLogits, type StepBatch, type StepMatmul } from "./paged-model.ts";
+import {
+  PagedKv,
+  pagedForward,
+  pagedLogits,
+  type StepBatch,
+  StepBuffers,
+  type StepMatmul,
+} from "./paged-model.ts";
 import { BASE_KEY, type LoraEntryWeights, MODULES, type PolicyPool, type PoolEntry } from "./policy-pool.ts";
 import type { Row, ScheduledRequest } from "./scheduler.ts";
 
@@ -106,6 +113,7 @@ export interface StepLogits<R extends StepRequest> {
 
 export class ModelStep {
   private readonly cache: PagedKv;
+  private readonly buffers = new StepBuffers();
 
   constructor(private readonly options: ModelStepOptions) {
     const { kv, baseParams } = options;
@@ -195,7 +203,7 @@ export class ModelStep {
     if (softTokens) batch.softTokens = softTokens;
     const params = full ? (entry.params as ModelParams) : baseParams;
     const lora = full ? null : pool.loraTables();
-    const hidden = pagedForward(params, lora, this.cache, batch, matmul);
+    const hidden = pagedForward(params, lora, this.cache, batch, matmul, this.buffers);
     // One unembedding for both kinds: each call streams the whole [vocab, hidden]
     // matrix, which dominates at a few rows (per row, blocks of 27 rows of a 152K
     // vocabulary cost twice what 256 rows at once did). Its logits, at most one row

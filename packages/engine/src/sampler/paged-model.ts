@@ -73,6 +73,30 @@ export class PagedKv {
 }
 
 /**
+ * The step's activations, kept from one step to the next: a prefill step's are
+ * megabytes, and fresh ones each step cost their page faults (a tenth of a
+ * 512-token prefill of the 10M model). Every op that writes one overwrites it,
+ * so nothing needs clearing.
+ */
+export class StepBuffers {
+  private arena = new Float32Array(0);
+  private used = 0;
+
+  /** Starts a step: every buffer taken before is free again. */
+  reset(floats: number): void {
+    if (this.arena.length < floats) this.arena = new Float32Array(floats);
+    this.used = 0;
+  }
+
+  take(length: number): Float32Array {
+    const out = this.arena.subarray(this.used, this.used + length);
+    if (out.length < length) throw new RangeError(`step buffers: ${length} floats asked, ${out.length} left`);
+    this.used += length;
+    return out;
+  }
+}
+
+/**
  * "rows": each row's matmul and LoRA delta are the same whatever else is in the batch,
  * so a request's logits (and an adapter's training) do not depend on which
  * other requests shared its steps (C5); over a weight packed once
@@ -106,6 +130,7 @@ export function pagedForward(
   kv: PagedKv,
   b: StepBatch,
   matmul: StepMatmul = "rows",
+  buffers: StepBuffers = new StepBuffers(),
 ): Float32Array {
   const {
     hiddenSize: H,
@@ -117,7 +142,10 @@ export function pagedForward(
     rmsNormEps: eps,
   } = params.shape;
   const n = b.n;
-  const h = new Float32Array(n * H);
+  const qRow = numHeads * headDim;
+  const kvRow = numKvHeads * headDim;
+  buffers.reset(n * (3 * H + 2 * qRow + 2 * kvRow + 2 * I));
+  const h = buffers.take(n * H);
   embedding(b.tokens, params.embed.table, h, n, V, H);
   if (b.softTokens) {
     const { rows: soft, values } = b.softTokens;
@@ -125,14 +153,14 @@ export function pagedForward(
       h.set(values.subarray(i * H, (i + 1) * H), (soft[i] as number) * H);
     }
   }
-  const xn = new Float32Array(n * H);
-  const q = new Float32Array(n * numHeads * headDim);
-  const k = new Float32Array(n * numKvHeads * headDim);
-  const v = new Float32Array(n * numKvHeads * headDim);
-  const attn = new Float32Array(n * numHeads * headDim);
-  const tmp = new Float32Array(n * H);
-  const gate = new Float32Array(n * I);
-  const up = new Float32Array(n * I);
+  const xn = buffers.take(n * H);
+  const q = buffers.take(n * qRow);
+  const k = buffers.take(n * kvRow);
+  const v = buffers.take(n * kvRow);
+  const attn = buffers.take(n * qRow);
+  const tmp = buffers.take(n * H);
+  const gate = buffers.take(n * I);
+  const up = buffers.take(n * I);
   const rows = {
     rowSeq: b.rowSeq,
     rowPos: b.positions,

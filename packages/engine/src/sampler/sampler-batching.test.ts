@@ -92,6 +92,20 @@ describe.each(WEIGHT_DTYPES)("batching does not change results (%s base weights)
     expect(mine.sequences[0]?.logprobs).toEqual(alone?.logprobs);
   });
 
+  it("a step after a larger one (its buffers reused) gives what a fresh sampler gives", async () => {
+    const a = (await publish("reuse-a", 8, 303)).handle;
+    const params = { maxTokens: 6, seed: 9, temperature: 1 };
+    const fresh = (await newSampler().sample(a, PROMPT.slice(0, 5), 1, params)).sequences[0];
+    const used = newSampler();
+    // 24 prompts prefilled at once leave larger step buffers, full of their activations.
+    await Promise.all(
+      Array.from({ length: 24 }, (_, i) => used.sample(a, [...PROMPT, 50 + i], 1, { ...params, seed: i })),
+    );
+    const after = (await used.sample(a, PROMPT.slice(0, 5), 1, params)).sequences[0];
+    expect(after?.tokens).toEqual(fresh?.tokens);
+    expect(after?.logprobs).toEqual(fresh?.logprobs);
+  });
+
   it("a batch of 8 adapters of different ranks and the base equals each request alone", async () => {
     const handles = ["base"];
     for (let i = 0; i < 8; i++) handles.push((await publish(`rank${i + 1}`, i + 1, 100 + i)).handle);
