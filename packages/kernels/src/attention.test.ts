@@ -156,6 +156,20 @@ function runForward(batch: Batch): { out: Float32Array; lse: Float32Array } {
 
 const refShape = (batch: Batch) => ({ nTokens: batch.nTokens, seqStarts: batch.seqStarts, ...batch.heads });
 
+describe("createPagedKvCache", () => {
+  it("asks for huge pages only where whole 2 MiB pages fit, and the cache reads as zeros and takes writes", () => {
+    const native = loadNative();
+    expect(native.adviseHugePages(new Float32Array(1024))).toBe(false);
+    // 64 MiB holds whole huge pages; Linux accepts the advice (on another system it is false).
+    expect(native.adviseHugePages(new Float32Array(16 << 20))).toBe(process.platform === "linux");
+    const cache = createPagedKvCache(8192, 16, 4, 32); // 16 MiB per array
+    expect(cache.keyCache.every((x) => x === 0) && cache.valueCache.every((x) => x === 0)).toBe(true);
+    const k = new Float32Array(4 * 32).fill(1.5);
+    cacheWrite(cache, k, k, 1, Int32Array.of(8192 * 16 - 1));
+    expect(cache.keyCache.at(-1)).toBe(1.5);
+  });
+});
+
 describe("cacheWrite", () => {
   for (const blockSize of [1, 16]) {
     it(`writes each token's K/V to its slot, skips slot -1 and leaves other slots alone (block size ${blockSize})`, () => {

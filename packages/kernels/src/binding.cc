@@ -1,6 +1,11 @@
 // The addon's entry point: registers every module's functions and the addon info.
 #include <napi.h>
 
+#include <cstdint>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "common.h"
 #include "gemm.h"
 #include "isa.h"
@@ -47,10 +52,31 @@ Napi::Value SelectIsa(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// adviseHugePages(buffer) → boolean: asks Linux to back the whole 2 MiB pages
+// inside a large buffer not yet touched with huge pages (transparent huge pages
+// in "madvise" mode), so that first writing it faults once per 2 MiB instead of
+// once per 4 KiB: a sampler's KV cache is written block by block as prompts
+// arrive, and each fresh block cost its page faults. False where it cannot.
+Napi::Value AdviseHugePages(const Napi::CallbackInfo& info) {
+  ot::Args a{info, "adviseHugePages"};
+  a.expect_count(1);
+  const float* data = a.f32(0, "buffer", -1);
+  bool advised = false;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (start + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (start + static_cast<uintptr_t>(a.length_of(0)) * sizeof(float)) & ~(kHuge - 1);
+  advised = end > begin && madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE) == 0;
+#endif
+  return Napi::Boolean::New(info.Env(), advised);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("info", Napi::Function::New(env, Info, "info"));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
   exports.Set("selectIsa", Napi::Function::New(env, SelectIsa, "selectIsa"));
+  exports.Set("adviseHugePages", Napi::Function::New(env, AdviseHugePages, "adviseHugePages"));
   ot::register_gemm(env, exports);
   ot::register_gemm_bf16(env, exports);
   ot::register_lora(env, exports);

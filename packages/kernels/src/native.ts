@@ -38,6 +38,8 @@ export interface CoreBinding {
   setNumThreads(threads: number): void;
   /** Forces the kernels' instruction set; throws when the CPU lacks it. The loader calls it. */
   selectIsa(isa: KernelsIsa): void;
+  /** Asks for huge pages behind a large buffer not yet touched (Linux); false where it cannot. */
+  adviseHugePages(buffer: Float32Array): boolean;
 }
 
 export type NativeKernels = CoreBinding &

@@ -73,7 +73,11 @@ export interface PagedKvCache {
   headDim: number;
 }
 
-/** A zero-filled cache of the given shape. */
+/**
+ * A zero-filled cache of the given shape, on huge pages where the system gives
+ * them: its blocks are first written as prompts arrive, and on 4 KiB pages
+ * those first writes were most of a prefill's cache writes (page faults).
+ */
 export function createPagedKvCache(
   numBlocks: number,
   blockSize: number,
@@ -81,9 +85,14 @@ export function createPagedKvCache(
   headDim: number,
 ): PagedKvCache {
   const length = numBlocks * blockSize * numKvHeads * headDim;
+  const native = loadNative();
+  const keyCache = new Float32Array(length);
+  const valueCache = new Float32Array(length);
+  native.adviseHugePages(keyCache);
+  native.adviseHugePages(valueCache);
   return {
-    keyCache: new Float32Array(length),
-    valueCache: new Float32Array(length),
+    keyCache,
+    valueCache,
     numBlocks,
     blockSize,
     numKvHeads,
