@@ -162,10 +162,10 @@ describe("createPagedKvCache", () => {
     expect(native.adviseHugePages(new Float32Array(1024))).toBe(false);
     // 64 MiB holds whole huge pages; Linux accepts the advice (on another system it is false).
     expect(native.adviseHugePages(new Float32Array(16 << 20))).toBe(process.platform === "linux");
-    const cache = createPagedKvCache(8192, 16, 4, 32); // 16 MiB per array
+    const cache = createPagedKvCache(2048, 16, 4, 32); // 16 MiB per array
     expect(cache.keyCache.every((x) => x === 0) && cache.valueCache.every((x) => x === 0)).toBe(true);
     const k = new Float32Array(4 * 32).fill(1.5);
-    cacheWrite(cache, k, k, 1, Int32Array.of(8192 * 16 - 1));
+    cacheWrite(cache, k, k, 1, Int32Array.of(2048 * 16 - 1));
     expect(cache.keyCache.at(-1)).toBe(1.5);
   });
 });
