@@ -79,20 +79,16 @@ export class PagedKv {
  * so nothing needs clearing.
  */
 export class StepBuffers {
-  private arena = new Float32Array(0);
-  private used = 0;
+  private readonly arrays = new Map<string, Float32Array>();
 
-  /** Starts a step: every buffer taken before is free again. */
-  reset(floats: number): void {
-    if (this.arena.length < floats) this.arena = new Float32Array(floats);
-    this.used = 0;
-  }
-
-  take(length: number): Float32Array {
-    const out = this.arena.subarray(this.used, this.used + length);
-    if (out.length < length) throw new RangeError(`step buffers: ${length} floats asked, ${out.length} left`);
-    this.used += length;
-    return out;
+  /** `length` floats for `name`: the same memory step after step, grown when a step needs more. */
+  take(name: string, length: number): Float32Array {
+    let array = this.arrays.get(name);
+    if (!array || array.length < length) {
+      array = new Float32Array(length);
+      this.arrays.set(name, array);
+    }
+    return array.subarray(0, length);
   }
 }
 
@@ -129,8 +125,8 @@ export function pagedForward(
   lora: PoolLoraTables | null,
   kv: PagedKv,
   b: StepBatch,
-  matmul: StepMatmul = "rows",
-  buffers: StepBuffers = new StepBuffers(),
+  matmul: StepMatmul,
+  buffers: StepBuffers,
 ): Float32Array {
   const {
     hiddenSize: H,
@@ -144,8 +140,7 @@ export function pagedForward(
   const n = b.n;
   const qRow = numHeads * headDim;
   const kvRow = numKvHeads * headDim;
-  buffers.reset(n * (3 * H + 2 * qRow + 2 * kvRow + 2 * I));
-  const h = buffers.take(n * H);
+  const h = buffers.take("h", n * H);
   embedding(b.tokens, params.embed.table, h, n, V, H);
   if (b.softTokens) {
     const { rows: soft, values } = b.softTokens;
@@ -153,14 +148,14 @@ export function pagedForward(
       h.set(values.subarray(i * H, (i + 1) * H), (soft[i] as number) * H);
     }
   }
-  const xn = buffers.take(n * H);
-  const q = buffers.take(n * qRow);
-  const k = buffers.take(n * kvRow);
-  const v = buffers.take(n * kvRow);
-  const attn = buffers.take(n * qRow);
-  const tmp = buffers.take(n * H);
-  const gate = buffers.take(n * I);
-  const up = buffers.take(n * I);
+  const xn = buffers.take("xn", n * H);
+  const q = buffers.take("q", n * qRow);
+  const k = buffers.take("k", n * kvRow);
+  const v = buffers.take("v", n * kvRow);
+  const attn = buffers.take("attn", n * qRow);
+  const tmp = buffers.take("tmp", n * H);
+  const gate = buffers.take("gate", n * I);
+  const up = buffers.take("up", n * I);
   const rows = {
     rowSeq: b.rowSeq,
     rowPos: b.positions,

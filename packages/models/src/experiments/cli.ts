@@ -41,36 +41,28 @@ if (!name) {
   process.exit(2);
 }
 const seed = Number(values.seed);
-const learningRate = values.lr === undefined ? undefined : Number(values.lr);
-if (learningRate !== undefined && !(learningRate > 0)) {
-  console.error(`--lr must be a positive number (got "${values.lr}")`);
-  process.exit(2);
+/** An optional number option, or exit 2 naming it when `valid` refuses it (`what` says what it must be). */
+function numberOption(
+  flag: "lr" | "grad-clip" | "kl" | "format-penalty" | "groups" | "rank",
+  valid: (n: number) => boolean,
+  what: string,
+) {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!valid(n)) {
+    console.error(`--${flag} must be ${what} (got "${raw}")`);
+    process.exit(2);
+  }
+  return n;
 }
-const gradClipNorm = values["grad-clip"] === undefined ? undefined : Number(values["grad-clip"]);
-if (gradClipNorm !== undefined && !(gradClipNorm >= 0)) {
-  console.error(`--grad-clip must be a number ≥ 0 (got "${values["grad-clip"]}")`);
-  process.exit(2);
-}
-const klCoef = values.kl === undefined ? undefined : Number(values.kl);
-if (klCoef !== undefined && !(klCoef >= 0)) {
-  console.error(`--kl must be a number ≥ 0 (got "${values.kl}")`);
-  process.exit(2);
-}
-const formatPenalty = values["format-penalty"] === undefined ? undefined : Number(values["format-penalty"]);
-if (formatPenalty !== undefined && !(formatPenalty <= 0)) {
-  console.error(`--format-penalty must be a number ≤ 0 (got "${values["format-penalty"]}")`);
-  process.exit(2);
-}
-const groupsPerStep = values.groups === undefined ? undefined : Number(values.groups);
-if (groupsPerStep !== undefined && !(Number.isInteger(groupsPerStep) && groupsPerStep >= 1)) {
-  console.error(`--groups must be an integer ≥ 1 (got "${values.groups}")`);
-  process.exit(2);
-}
-const loraRank = values.rank === undefined ? undefined : Number(values.rank);
-if (loraRank !== undefined && !(Number.isInteger(loraRank) && loraRank >= 1)) {
-  console.error(`--rank must be an integer ≥ 1 (got "${values.rank}")`);
-  process.exit(2);
-}
+const countOf = (n: number) => Number.isInteger(n) && n >= 1;
+const learningRate = numberOption("lr", (n) => n > 0, "a positive number");
+const gradClipNorm = numberOption("grad-clip", (n) => n >= 0, "a number ≥ 0");
+const klCoef = numberOption("kl", (n) => n >= 0, "a number ≥ 0");
+const formatPenalty = numberOption("format-penalty", (n) => n <= 0, "a number ≤ 0");
+const groupsPerStep = numberOption("groups", countOf, "an integer ≥ 1");
+const loraRank = numberOption("rank", countOf, "an integer ≥ 1");
 const training = {
   ...(formatPenalty === undefined ? {} : { formatPenalty }),
   ...(groupsPerStep === undefined ? {} : { groupsPerStep }),

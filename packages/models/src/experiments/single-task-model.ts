@@ -2,9 +2,10 @@
 // A diagnostic for docs/results.md ("What falls short"): the built-in text
 // model's recipe (shape, tokenizer, initialisation, schedule) pretrained on one
 // task's part of its corpus alone, by default for about as many passes over it
-// as the built-in model makes over the whole (6,000 steps over 64.5k examples). Run a setting on it with `--model <out dir>`: if
-// stray words in answers came from the other task's vocabulary, a model that
-// never saw that task should not learn to emit them.
+// as the built-in model makes over the whole (6,000 steps over 64.5k examples).
+// Run a setting on it with `--model <out dir>`: if stray words in answers came
+// from the other task's vocabulary, a model that never saw that task should not
+// learn to emit them.
 import path from "node:path";
 import { buildTextModel, type TextModelRecipe } from "../build/build-text-model.ts";
 import type { TextCorpusSpec } from "../corpus/index.ts";
