@@ -1,4 +1,4 @@
-import { attentionDecode, createPagedKvCache } from "../src/index.ts";
+import { attentionDecode, createPagedKvCache, pagedAttention } from "../src/index.ts";
 import { randomF32, rng } from "../src/test-utils.ts";
 import { medianMs, progress, round } from "./timing.ts";
 
@@ -30,4 +30,47 @@ export function benchAttentionDecode() {
     step_ms: round(ms, 4),
     tokens_per_s: round((seqs * 1000) / ms, 1),
   };
+}
+
+/**
+ * Prefill attention: one 512-token prompt attending causally to itself through the
+ * paged cache, as the sampler's prefill step runs it, for the 10M model's heads
+ * (8 query / 4 KV, head dim 32) and the Qwen2.5-0.5B shape's (14 / 2, 64).
+ */
+export function benchAttentionPrefill() {
+  const tokens = 512;
+  const blockSize = 16;
+  const shapes = [
+    { model: "10M", numHeads: 8, numKvHeads: 4, headDim: 32 },
+    { model: "qwen", numHeads: 14, numKvHeads: 2, headDim: 64 },
+  ];
+  return shapes.map(({ model, numHeads, numKvHeads, headDim }) => {
+    progress(`attention_prefill ${model} ${tokens} tokens`);
+    const random = rng(5);
+    const blocks = tokens / blockSize;
+    const cache = createPagedKvCache(blocks, blockSize, numKvHeads, headDim);
+    cache.keyCache.set(randomF32(cache.keyCache.length, random));
+    cache.valueCache.set(randomF32(cache.valueCache.length, random));
+    const rows = {
+      rowSeq: new Int32Array(tokens),
+      rowPos: Int32Array.from({ length: tokens }, (_, i) => i),
+      blockTables: Int32Array.from({ length: blocks }, (_, b) => blocks - 1 - b),
+      numSeqs: 1,
+      maxBlocksPerSeq: blocks,
+    };
+    const q = randomF32(tokens * numHeads * headDim, random);
+    const out = new Float32Array(q.length);
+    const scale = 1 / Math.sqrt(headDim);
+    const ms = medianMs(() => pagedAttention(q, tokens, rows, cache, numHeads, scale, out));
+    // Scores and the weighted sum of values: 2 · 2 · d multiply-adds per (row, head, position).
+    const flops = 4 * headDim * numHeads * ((tokens * (tokens + 1)) / 2);
+    return {
+      model,
+      tokens,
+      heads: [numHeads, numKvHeads],
+      head_dim: headDim,
+      ms: round(ms, 4),
+      gflops: round(flops / ms / 1e6, 1),
+    };
+  });
 }

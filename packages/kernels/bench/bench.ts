@@ -2,7 +2,7 @@
 // Prints one JSON object on stdout (progress on stderr). Never a timed test.
 import "./openblas-idle.ts";
 import { machineInfo } from "../src/index.ts";
-import { benchAttentionDecode } from "./attention.ts";
+import { benchAttentionDecode, benchAttentionPrefill } from "./attention.ts";
 import { benchAttentionTrain } from "./attention-train.ts";
 import { benchDecodeStream } from "./decode-stream.ts";
 import { benchGemm } from "./gemm.ts";
@@ -18,6 +18,7 @@ const result = {
   decode_stream: want("decode-stream") ? benchDecodeStream() : undefined,
   multilora: want("multilora") ? benchMultiLora() : undefined,
   attention_decode: want("attention") ? benchAttentionDecode() : undefined,
+  attention_prefill: want("attention-prefill") ? benchAttentionPrefill() : undefined,
   attention_train: want("attention-train") ? benchAttentionTrain() : undefined,
   sample: want("sample") ? benchSample() : undefined,
 };

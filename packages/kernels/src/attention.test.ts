@@ -246,14 +246,23 @@ describe("pagedAttention", () => {
     });
   }
 
+  // A prefill chunk's rows share each K/V tile (runs of consecutive rows): every
+  // row must still sum in its own fixed order, or the sampler's logprobs would
+  // depend on how a prompt was chunked and differ from the trainer's.
   for (const spec of [
     { lens: [19, 1, 33, 0, 2], blockSize: 16, numHeads: 14, numKvHeads: 2, headDim: 64 },
     { lens: [6, 1, 11], blockSize: 1, numHeads: 4, numKvHeads: 2, headDim: 3 },
+    { lens: [70, 45, 1, 20], blockSize: 16, numHeads: 8, numKvHeads: 4, headDim: 32 },
+    { lens: [41, 9], blockSize: 16, numHeads: 6, numKvHeads: 1, headDim: 20 },
   ]) {
-    it(`over every token agrees with attentionForward on the same data (block size ${spec.blockSize})`, () => {
+    const shape = `${spec.numHeads}/${spec.numKvHeads} heads, dim ${spec.headDim}, block size ${spec.blockSize}`;
+    it(`gives each row the same bits in a chunk, alone, and from attentionForward (${shape})`, () => {
       const batch = makeBatch(spec, rng(5 + spec.blockSize));
-      const { actual } = runPaged(batch, everyToken(batch));
-      expectClose(actual, runForward(batch).out, 1e-6);
+      const picks = everyToken(batch);
+      const { actual } = runPaged(batch, picks);
+      const alone = picks.flatMap((pick) => [...runPaged(batch, [pick]).actual]);
+      expect(actual).toEqual(Float32Array.from(alone));
+      expect(actual).toEqual(runForward(batch).out);
     });
   }
 

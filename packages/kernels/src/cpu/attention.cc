@@ -3,6 +3,7 @@
 // rows alike, each row over the positions 0..p of its sequence.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "attention.h"
 #include "attention_tile.h"
@@ -10,9 +11,10 @@
 
 namespace ot {
 
-using attn::attend_group;
+using attn::attend_rows;
 using attn::fine_grain;
 using attn::PagedCursor;
+using attn::RowBlock;
 
 void cache_write(const PagedKvCache& c, const float* k, const float* v, int64_t n_tokens, const int32_t* slots) {
   const int64_t row = c.num_kv_heads * c.head_dim;
@@ -28,17 +30,43 @@ void cache_write(const PagedKvCache& c, const float* k, const float* v, int64_t 
   });
 }
 
+namespace {
+
+/**
+ * The starts of runs of consecutive rows (one sequence, consecutive positions),
+ * at most `limit` rows each, and n_rows at the end: a prefill chunk's rows share
+ * their K/V tiles; decode rows, each of its own sequence, stay alone.
+ */
+std::vector<int64_t> row_runs(const PagedRows& rows, int64_t limit) {
+  std::vector<int64_t> starts;
+  for (int64_t i = 0; i < rows.n_rows;) {
+    starts.push_back(i);
+    int64_t j = i + 1;
+    while (j < rows.n_rows && j - i < limit && rows.row_seq[j] == rows.row_seq[i] &&
+           rows.row_pos[j] == rows.row_pos[i] + (j - i)) {
+      ++j;
+    }
+    i = j;
+  }
+  starts.push_back(rows.n_rows);
+  return starts;
+}
+
+}  // namespace
+
 void paged_attention(const AttentionHeads& h, const PagedRows& rows, const PagedKvCache& c, const float* q,
                      float* out) {
   const int64_t kv = h.num_kv_heads, d = h.head_dim, group = h.num_heads / kv;
-  const int64_t tasks = rows.n_rows * kv;  // (row, kv head): the group's query heads share each K/V tile
+  const std::vector<int64_t> runs = row_runs(rows, attn::rows_per_block(group));
+  const int64_t tasks = static_cast<int64_t>(runs.size() - 1) * kv;  // (run, kv head)
   parallel_for(tasks, fine_grain(tasks), [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t i = task / kv, g = task % kv;
+      const int64_t run = task / kv, g = task % kv, i = runs[run];
       const PagedCursor cursor{rows.block_tables + rows.row_seq[i] * rows.max_blocks_per_seq, c.block_size, kv * d,
                                c.block_size * kv * d, g * d};
       const int64_t at = (i * h.num_heads + g * group) * d;
-      attend_group(q + at, group, d, h.scale, rows.row_pos[i] + 1, cursor, c.key, c.value, out + at, nullptr);
+      const RowBlock block{q + at, out + at, nullptr, runs[run + 1] - i, h.num_heads * d, 0, rows.row_pos[i] + 1};
+      attend_rows(block, group, d, h.scale, cursor, c.key, c.value);
     }
   });
 }

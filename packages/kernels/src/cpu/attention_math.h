@@ -3,6 +3,7 @@
 // are padded to a multiple of 8 positions.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -74,6 +75,70 @@ inline void accumulate(const float* w, const float* const* rows, int n, int64_t 
   for (int64_t i = 0; i < d; ++i) acc[i] *= corr;
   for (int t = 0; t < n; ++t) axpy(w[t], rows[t], acc, d);
 #endif
+}
+
+/** The weighted rows one head adds in a tile: acc = corr · acc + Σ_{t<n} w[t] · rows[t]. */
+struct HeadSum {
+  const float* w;
+  int n;
+  float corr;
+  float* acc;
+};
+
+#ifdef OT_AVX2
+/**
+ * Heads a and b over the columns [i, i + 8·C): the value rows' loads are shared,
+ * and 2·C independent FMA chains run where one head alone had C. Each
+ * (head, column) element sums its terms in the same order as accumulate.
+ */
+template <int C>
+inline void accumulate_pair(const HeadSum& a, const HeadSum& b, const float* const* rows, int64_t i) {
+  __m256 x[C], y[C];
+  const __m256 ca = _mm256_set1_ps(a.corr), cb = _mm256_set1_ps(b.corr);
+  for (int u = 0; u < C; ++u) {
+    x[u] = _mm256_mul_ps(ca, _mm256_loadu_ps(a.acc + i + 8 * u));
+    y[u] = _mm256_mul_ps(cb, _mm256_loadu_ps(b.acc + i + 8 * u));
+  }
+  const int both = std::min(a.n, b.n);
+  int t = 0;
+  for (; t < both; ++t) {
+    const __m256 wa = _mm256_broadcast_ss(a.w + t), wb = _mm256_broadcast_ss(b.w + t);
+    for (int u = 0; u < C; ++u) {
+      const __m256 r = _mm256_loadu_ps(rows[t] + i + 8 * u);
+      x[u] = _mm256_fmadd_ps(wa, r, x[u]);
+      y[u] = _mm256_fmadd_ps(wb, r, y[u]);
+    }
+  }
+  for (int s = t; s < a.n; ++s) {
+    const __m256 wa = _mm256_broadcast_ss(a.w + s);
+    for (int u = 0; u < C; ++u) x[u] = _mm256_fmadd_ps(wa, _mm256_loadu_ps(rows[s] + i + 8 * u), x[u]);
+  }
+  for (int s = t; s < b.n; ++s) {
+    const __m256 wb = _mm256_broadcast_ss(b.w + s);
+    for (int u = 0; u < C; ++u) y[u] = _mm256_fmadd_ps(wb, _mm256_loadu_ps(rows[s] + i + 8 * u), y[u]);
+  }
+  for (int u = 0; u < C; ++u) {
+    _mm256_storeu_ps(a.acc + i + 8 * u, x[u]);
+    _mm256_storeu_ps(b.acc + i + 8 * u, y[u]);
+  }
+}
+#endif
+
+/**
+ * accumulate for several heads reading the same value rows (a kv head's query
+ * heads, of one or more query rows): the same sums, bit for bit, with the rows'
+ * loads shared by pairs of heads.
+ */
+inline void accumulate_heads(const HeadSum* heads, int64_t count, const float* const* rows, int64_t d) {
+  int64_t h = 0;
+#ifdef OT_AVX2
+  for (; h + 2 <= count && d % 8 == 0; h += 2) {
+    int64_t i = 0;
+    for (; i + 32 <= d; i += 32) accumulate_pair<4>(heads[h], heads[h + 1], rows, i);
+    for (; i < d; i += 8) accumulate_pair<1>(heads[h], heads[h + 1], rows, i);
+  }
+#endif
+  for (; h < count; ++h) accumulate(heads[h].w, rows, heads[h].n, d, heads[h].corr, heads[h].acc);
 }
 
 /** s[0..n) *= scale and s[n..padded) = -inf; returns max(s[0..n)). */

@@ -1,6 +1,6 @@
 // Tiles of key positions for attention: the cursors that walk a sequence's K/V
 // rows (paged through a block table, or packed), per-thread scratch, and the
-// online-softmax attention of one query row's head group (attend_group), which
+// online-softmax attention of a block of query rows (attend_rows), which
 // the paged (serving) and the packed (training) forward share.
 #pragma once
 
@@ -68,7 +68,8 @@ struct PackedCursor {
 
 /** Per-thread scratch that grows once: tile scores and the running softmax state. */
 struct Scratch {
-  std::vector<float> a, b, c, d;
+  std::vector<float> a, b, c;
+  std::vector<HeadSum> sums;  // [heads]
 
   void reserve(int64_t heads) {
     const size_t need = static_cast<size_t>(heads) * kTile;
@@ -76,7 +77,7 @@ struct Scratch {
       a.resize(need);
       b.resize(need);
       c.resize(need);
-      d.resize(need);
+      sums.resize(static_cast<size_t>(heads));
     }
   }
 };
@@ -88,47 +89,81 @@ inline Scratch& scratch(int64_t heads) {
 }
 
 /**
- * Online-softmax attention of the `group` query heads q [group, d] of one row over
- * `count` key positions produced by `cursor` (offsets into k and v). Writes
- * out [group, d] and, when lse is given, lse [group].
+ * Consecutive query rows of one sequence and the query heads of one kv head:
+ * row r attends to the first `first_count + r` positions. q and out point at the
+ * first row's first head of the group (rows `row_stride` apart, heads d apart);
+ * lse, when given, at its log-sum-exp (rows `lse_stride` apart).
+ */
+struct RowBlock {
+  const float* q;
+  float* out;
+  float* lse;
+  int64_t rows, row_stride, lse_stride, first_count;
+};
+
+/**
+ * One head's online softmax over a tile's scores s[0..n) (padded to 8): turns
+ * them into weights e^(score - m), updates its running max m and sum l, and
+ * returns the factor that rescales what it summed before (0 on the first tile).
+ */
+inline float online_softmax(float* s, int n, float scale, float& m, float& l) {
+  const int padded = (n + 7) & ~7;
+  const float m_new = std::max(m, scale_scores(s, n, padded, scale));
+  const float corr = m_new == m ? 1.0f : std::exp(m - m_new);
+  l = l * corr + exp_shifted(s, padded, m_new);
+  m = m_new;
+  return corr;
+}
+
+/**
+ * Online-softmax attention of a row block's `group` heads per row over the
+ * positions `cursor` produces (offsets into k and v). Each K/V tile is read once
+ * for every row of the block, and each (row, head) sums in the order it would
+ * alone, so a row's result does not depend on the block it came in.
  */
 template <typename Cursor>
-inline void attend_group(const float* q, int64_t group, int64_t d, float scale, int64_t count, Cursor cursor,
-                         const float* k, const float* v, float* out, float* lse) {
-  Scratch& sc = scratch(group);
-  float* scores = sc.a.data();  // [group, kTile]
-  float* m = sc.b.data();       // [group]: running max of the scaled scores
-  float* l = sc.c.data();       // [group]: running sum of e^(score - m)
-  float* corr = sc.d.data();    // [group]: e^(old m - new m), this tile's rescale of out and l
-  std::fill(out, out + group * d, 0.0f);
-  std::fill(m, m + group, kNegInf);
-  std::fill(l, l + group, 0.0f);
+inline void attend_rows(const RowBlock& b, int64_t group, int64_t d, float scale, Cursor cursor, const float* k,
+                        const float* v) {
+  const int64_t heads = b.rows * group;  // head j: row j / group, query head j % group
+  const auto at = [&](int64_t j) { return (j / group) * b.row_stride + (j % group) * d; };
+  Scratch& sc = scratch(heads);
+  float* scores = sc.a.data();  // [heads, kTile]
+  float* m = sc.b.data();       // [heads]: running max of the scaled scores
+  float* l = sc.c.data();       // [heads]: running sum of e^(score - m)
+  for (int64_t r = 0; r < b.rows; ++r) std::fill_n(b.out + r * b.row_stride, group * d, 0.0f);
+  std::fill(m, m + heads, kNegInf);
+  std::fill(l, l + heads, 0.0f);
   const float* kp[kTile];
   const float* vp[kTile];
-  for (int64_t t0 = 0; t0 < count; t0 += kTile) {
-    const int n = gather_tile(cursor, k, v, count - t0, kp, vp);
-    const int padded = pad_tile(kp, n);
+  const int64_t last = b.first_count + b.rows - 1;  // the last row's count, the largest
+  for (int64_t t0 = 0; t0 < last; t0 += kTile) {
+    const int n = gather_tile(cursor, k, v, last - t0, kp, vp);
+    pad_tile(kp, n);
     pad_tile(vp, n);
-    // Three phases over all heads of the group, so no head waits on its own
-    // scores → softmax → accumulate chain: the heads' work overlaps instead.
-    for (int64_t h = 0; h < group; ++h) {
-      for (int t = 0; t < padded; t += 8) dot8(q + h * d, kp + t, d, scores + h * kTile + t);
+    // Rows whose positions end before this tile sit it out. Scores of all heads,
+    // then their softmax, then their sums, so no head waits on its own chain.
+    const int64_t first = std::max<int64_t>(0, t0 - b.first_count + 1) * group;
+    HeadSum* sums = sc.sums.data();  // [heads - first]
+    for (int64_t j = first; j < heads; ++j) {
+      const int nj = static_cast<int>(std::min<int64_t>(kTile, b.first_count + j / group - t0));
+      sums[j - first] = {scores + j * kTile, nj, 0.0f, b.out + at(j)};
+      for (int t = 0; t < nj; t += 8) dot8(b.q + at(j), kp + t, d, scores + j * kTile + t);
     }
-    for (int64_t h = 0; h < group; ++h) {
-      float* s = scores + h * kTile;
-      const float m_new = std::max(m[h], scale_scores(s, n, padded, scale));
-      corr[h] = m_new == m[h] ? 1.0f : std::exp(m[h] - m_new);  // 0 on the first tile
-      l[h] = l[h] * corr[h] + exp_shifted(s, padded, m_new);
-      m[h] = m_new;
+    for (int64_t j = first; j < heads; ++j) {
+      HeadSum& sum = sums[j - first];
+      sum.corr = online_softmax(scores + j * kTile, sum.n, scale, m[j], l[j]);
     }
-    for (int64_t h = 0; h < group; ++h) accumulate(scores + h * kTile, vp, n, d, corr[h], out + h * d);
+    accumulate_heads(sums, heads - first, vp, d);
   }
-  for (int64_t h = 0; h < group; ++h) {
-    const float inv = l[h] > 0.0f ? 1.0f / l[h] : 0.0f;
-    for (int64_t i = 0; i < d; ++i) out[h * d + i] *= inv;
-    if (lse) lse[h] = m[h] + std::log(l[h]);
+  for (int64_t j = 0; j < heads; ++j) {
+    const float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
+    for (int64_t i = 0; i < d; ++i) b.out[at(j) + i] *= inv;
+    if (b.lse) b.lse[(j / group) * b.lse_stride + j % group] = m[j] + std::log(l[j]);
   }
 }
+
+/** Query rows per block: enough that a K/V tile, read once from L2, serves ~16 heads. */
+inline int64_t rows_per_block(int64_t group) { return std::clamp<int64_t>(16 / group, 1, 8); }
 
 /** Task grain: many small chunks, so rows of unequal length balance across the pool. */
 inline int64_t fine_grain(int64_t tasks) { return grain_for(tasks, 16); }

@@ -15,9 +15,10 @@
 namespace ot {
 namespace {
 
-using attn::attend_group;
+using attn::attend_rows;
 using attn::fine_grain;
 using attn::PackedCursor;
+using attn::RowBlock;
 
 /** The start of the sequence that holds token i (seq_starts is non-decreasing, from 0 to n_tokens). */
 inline int64_t seq_index(const int32_t* seq_starts, int64_t num_seqs, int64_t i) {
@@ -30,14 +31,21 @@ inline int64_t seq_index(const int32_t* seq_starts, int64_t num_seqs, int64_t i)
 void attention_forward(const AttentionHeads& h, int64_t n_tokens, const int32_t* seq_starts, int64_t num_seqs,
                        const float* q, const float* k, const float* v, float* out, float* lse) {
   const int64_t kv = h.num_kv_heads, d = h.head_dim, group = h.num_heads / kv;
-  const int64_t tasks = n_tokens * kv;
+  const int64_t rows = attn::rows_per_block(group);
+  const int64_t tasks = (n_tokens + rows - 1) / rows * kv;  // (block of rows, kv head)
   parallel_for(tasks, fine_grain(tasks), [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t i = task / kv, g = task % kv;
-      const int64_t start = seq_starts[seq_index(seq_starts, num_seqs, i)];
-      const int64_t at = (i * h.num_heads + g * group) * d;
-      attend_group(q + at, group, d, h.scale, i - start + 1, PackedCursor{(start * kv + g) * d, kv * d}, k, v,
-                   out + at, lse + i * h.num_heads + g * group);
+      const int64_t g = task % kv, first = task / kv * rows;
+      // The block's rows up to its sequence's end; the next sequence's go alone.
+      for (int64_t i = first; i < std::min(first + rows, n_tokens);) {
+        const int64_t s = seq_index(seq_starts, num_seqs, i), start = seq_starts[s];
+        const int64_t end = std::min({first + rows, n_tokens, static_cast<int64_t>(seq_starts[s + 1])});
+        const int64_t at = (i * h.num_heads + g * group) * d;
+        const RowBlock block{q + at, out + at, lse + i * h.num_heads + g * group, end - i, h.num_heads * d,
+                             h.num_heads, i - start + 1};
+        attend_rows(block, group, d, h.scale, PackedCursor{(start * kv + g) * d, kv * d}, k, v);
+        i = end;
+      }
     }
   });
 }
