@@ -239,6 +239,26 @@ void run_task(const Plan& plan, int64_t task) {
   }
 }
 
+/**
+ * Over a weight packed once, each column task packs all its rows of A again, and
+ * each row task streams all its columns of B again: the split that moves the
+ * fewest floats (packing reads and writes each of A's, 2·m per column task;
+ * streaming reads B's, n per row task). A prefill's products (512 rows through
+ * a 128-column k projection) pack A once instead of four times; a decode step
+ * (few rows) still streams each weight once. The split never changes the sums.
+ */
+void split_for_packed_weight(int64_t m, int64_t n, int64_t want, int64_t row_panels, int64_t panels,
+                             int64_t& row_tasks, int64_t& col_tasks) {
+  const auto cost = [&](int64_t rows, int64_t cols) { return 2 * m * cols + n * rows; };
+  for (int64_t rows = row_tasks + 1; rows <= std::min(want, row_panels); ++rows) {
+    const int64_t cols = std::min(panels, (want + rows - 1) / rows);
+    if (cost(rows, cols) < cost(row_tasks, col_tasks)) {
+      row_tasks = rows;
+      col_tasks = cols;
+    }
+  }
+}
+
 /** The product over B packed per call (prepacked both null) or once (pack_weight's layouts). */
 void run_packed(const GemmArgs& g, const float* prepacked, const uint16_t* prepacked16) {
   const Kernel kernel = kernel_for(active_isa());
@@ -251,8 +271,9 @@ void run_packed(const GemmArgs& g, const float* prepacked, const uint16_t* prepa
   const int64_t panels = (g.n + kernel.nr - 1) / kernel.nr;
   const int64_t row_panels = (g.m + kernel.mr - 1) / kernel.mr;
   const int64_t min_row_tasks = (g.m + kTaskRows - 1) / kTaskRows;
-  const int64_t col_tasks = std::min(panels, (want + min_row_tasks - 1) / min_row_tasks);
-  const int64_t row_tasks = std::min(row_panels, std::max(min_row_tasks, (want + col_tasks - 1) / col_tasks));
+  int64_t col_tasks = std::min(panels, (want + min_row_tasks - 1) / min_row_tasks);
+  int64_t row_tasks = std::min(row_panels, std::max(min_row_tasks, (want + col_tasks - 1) / col_tasks));
+  if (prepacked || prepacked16) split_for_packed_weight(g.m, g.n, want, row_panels, panels, row_tasks, col_tasks);
   Plan plan{&g, kernel, 0, 0, 0, 0, prepacked, prepacked16};
   plan.cols_per_task = (panels + col_tasks - 1) / col_tasks * kernel.nr;
   plan.col_tasks = (g.n + plan.cols_per_task - 1) / plan.cols_per_task;
