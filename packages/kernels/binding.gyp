@@ -23,6 +23,7 @@
         "src/cpu/norm.cc",
         "src/cpu/rope.cc",
         "src/cpu/activation.cc",
+        "src/cpu/add.cc",
         "src/cpu/embedding.cc",
         "src/cpu/elementwise_binding.cc",
         "src/cpu/softmax.cc",

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { loadNative } from "./loader.ts";
 import {
+  addBias,
+  addInPlace,
   embedding,
   embeddingBackward,
   rmsNorm,
@@ -371,5 +373,45 @@ describe("embedding", () => {
     expect(() => embeddingBackward(new Uint32Array(1) as never, f(2), f(8), 1, 4, 2)).toThrow(
       new TypeError("embeddingBackward: ids must be a Int32Array"),
     );
+  });
+});
+
+describe("addInPlace and addBias", () => {
+  it("give the bits of a plain loop, on lengths past the vector width and the pool's grain", () => {
+    const random = rng(41);
+    for (const count of [1, 7, 8, 9, 100_003]) {
+      const target = randomF32(count, random);
+      const source = randomF32(count, random);
+      const expected = target.map((x, i) => x + (source[i] as number));
+      addInPlace(target, source);
+      expect(target).toEqual(expected);
+    }
+    for (const [rows, d] of [
+      [1, 1],
+      [3, 17],
+      [5000, 33],
+    ] as const) {
+      const y = randomF32(rows * d, random);
+      const bias = randomF32(d, random);
+      const expected = y.map((x, i) => x + (bias[i % d] as number));
+      addBias(y, bias, rows, d);
+      expect(y).toEqual(expected);
+    }
+  });
+
+  it("adds an array to itself, and refuses a shifted view of it, wrong lengths and shapes", () => {
+    const x = Float32Array.of(1, 2, 3);
+    addInPlace(x, x);
+    expect(x).toEqual(Float32Array.of(2, 4, 6));
+    const buffer = new Float32Array(8);
+    expect(() => addInPlace(buffer.subarray(0, 4), buffer.subarray(2, 6))).toThrow(
+      new RangeError("addInPlace: source must not overlap target (other than being it)"),
+    );
+    addInPlace(buffer.subarray(0, 4), buffer.subarray(4, 8)); // views side by side are fine
+    const f = (n: number) => new Float32Array(n);
+    expect(() => addInPlace(f(4), f(3))).toThrow(new RangeError("addInPlace: source has length 3, expected 4"));
+    expect(() => addBias(f(6), f(3), 3, 3)).toThrow(new RangeError("addBias: y has length 6, expected 9"));
+    expect(() => addBias(f(6), f(2), 2, 3)).toThrow(new RangeError("addBias: bias has length 2, expected 3"));
+    expect(() => addBias(f(0), f(0), 0, 0)).toThrow(RangeError);
   });
 });

@@ -1,6 +1,7 @@
 // A linear layer y = x·Wᵀ + b (+ a LoRA delta), its backward, and the shapes
 // every projection of the model shares. Frozen weights have no grad buffers.
 import {
+  addBias,
   type LoraTable,
   linear,
   linearBackwardInput,
@@ -35,17 +36,6 @@ let zeroSlots = new Int32Array(0);
 function slotsFor(rows: number): Int32Array {
   if (zeroSlots.length < rows) zeroSlots = new Int32Array(rows);
   return zeroSlots.subarray(0, rows);
-}
-
-/**
- * y[rows, dOut] += bias (the sampler's step adds it here too). Flat indices, no
- * view per row: a subarray per row made the sampler's q/k/v biases cost a tenth
- * of a 16-row decode step in allocation and GC.
- */
-export function addBias(y: Float32Array, bias: Float32Array, rows: number, dOut: number): void {
-  for (let r = 0, i = 0; r < rows; r++) {
-    for (let o = 0; o < dOut; o++, i++) y[i] = (y[i] as number) + (bias[o] as number);
-  }
 }
 
 function accumulateBiasGrad(dy: Float32Array, grad: Float32Array, rows: number, dOut: number): void {

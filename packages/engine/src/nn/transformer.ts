@@ -2,6 +2,7 @@
 // forward records what the backward needs (a tape); backward accumulates the
 // gradients of every trainable part. Layers are plain functions over buffers.
 import {
+  addInPlace,
   attentionBackward,
   attentionForward,
   embedding,
@@ -89,7 +90,7 @@ function layerForward(p: LayerParams, m: ModelParams, batch: PackedBatch, input:
   const heads = { numHeads, numKvHeads, headDim, scale: 1 / Math.sqrt(headDim) };
   attentionForward(t.q, t.k, t.v, T, batch.seqStarts, heads, t.attn, t.lse);
   linearForward(p.o, t.attn, T, t.mid);
-  for (let i = 0; i < t.mid.length; i++) t.mid[i] = (t.mid[i] as number) + (input[i] as number);
+  addInPlace(t.mid, input);
   rmsNorm(t.mid, p.postAttentionNorm.weight, t.xn2, t.invRms2, T, H, rmsNormEps);
   linearForward(p.gate, t.xn2, T, t.gate);
   linearForward(p.up, t.xn2, T, t.up);
@@ -101,7 +102,7 @@ function layerForward(p: LayerParams, m: ModelParams, batch: PackedBatch, input:
 function layerOutput(p: LayerParams, t: LayerTape, T: number, H: number): Float32Array {
   const out = new Float32Array(T * H);
   linearForward(p.down, t.act, T, out);
-  for (let i = 0; i < out.length; i++) out[i] = (out[i] as number) + (t.mid[i] as number);
+  addInPlace(out, t.mid);
   return out;
 }
 

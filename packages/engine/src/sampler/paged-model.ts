@@ -3,6 +3,8 @@
 // counterpart of nn/transformer.ts. Adapter deltas go through the multi-LoRA op
 // with a slot per row (C9).
 import {
+  addBias,
+  addInPlace,
   cacheWrite,
   createPagedKvCache,
   embedding,
@@ -16,7 +18,7 @@ import {
   rope,
   swiglu,
 } from "@opentinker/kernels";
-import { addBias, type LinearParams } from "../nn/linear.ts";
+import type { LinearParams } from "../nn/linear.ts";
 import type { ModelParams, ModelShape } from "../nn/params.ts";
 import type { CopyInstruction } from "./kv-cache.ts";
 import type { Module, PoolLoraTables } from "./policy-pool.ts";
@@ -115,10 +117,6 @@ function project(
   if (table && table.count > 0) loraForward(x, b.n, b.slots, table, y, matmul === "rows");
 }
 
-function addInto(target: Float32Array, source: Float32Array): void {
-  for (let i = 0; i < target.length; i++) target[i] = (target[i] as number) + (source[i] as number);
-}
-
 /** Runs the step and returns the final-norm hidden states of logitRows, [logitRows.length, hidden]. */
 export function pagedForward(
   params: ModelParams,
@@ -175,13 +173,13 @@ export function pagedForward(
     cacheWrite(cache, k, v, n, b.slotMapping);
     pagedAttention(q, n, rows, cache, numHeads, 1 / Math.sqrt(headDim), attn);
     project(layer.o, t?.o, attn, b, tmp, matmul);
-    addInto(h, tmp);
+    addInPlace(h, tmp);
     rmsNorm(h, layer.postAttentionNorm.weight, xn, null, n, H, eps);
     project(layer.gate, t?.gate, xn, b, gate, matmul);
     project(layer.up, t?.up, xn, b, up, matmul);
     swiglu(gate, up, gate);
     project(layer.down, t?.down, gate, b, tmp, matmul);
-    addInto(h, tmp);
+    addInPlace(h, tmp);
   });
   // Only the rows that want logits go on.
   const m = b.logitRows.length;

@@ -3,6 +3,7 @@
 //   RoPE         Hugging Face rotate_half pairs (k, k + rot/2)     (rope.cc)
 //   SwiGLU       y = silu(gate) · up                               (activation.cc)
 //   Embedding    gather rows, scatter-add rows back                (embedding.cc)
+//   Adds         x += y, and each row += a bias                    (add.cc)
 // SwiGLU and the losses take their 8-wide exp and sigmoid from simd.h.
 #pragma once
 
@@ -62,5 +63,13 @@ void embedding_forward(int64_t n, int64_t d, const int32_t* ids, const float* ta
  * never race, and every row is added in order i = 0, 1, … (deterministic).
  */
 void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const float* d_out, float* d_table);
+
+// ---- Adds ----------------------------------------------------------------
+
+/** target[i] += source[i] for i < count (the residual stream). */
+void add_in_place(int64_t count, float* target, const float* source);
+
+/** y[r, :] += bias for r < rows, y [rows, d]. */
+void add_bias(int64_t rows, int64_t d, float* y, const float* bias);
 
 }  // namespace ot

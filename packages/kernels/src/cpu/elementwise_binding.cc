@@ -1,4 +1,4 @@
-// JS bindings of RMSNorm, RoPE, SwiGLU and the embedding gather / scatter-add.
+// JS bindings of RMSNorm, RoPE, SwiGLU, the embedding gather / scatter-add and the adds.
 // Every buffer is checked for type and exact length, every index for range,
 // before a kernel runs.
 #include <string>
@@ -127,6 +127,26 @@ void EmbeddingBackward(const Args& a) {
   embedding_backward(l.n, l.d, l.ids, d_out, d_table);
 }
 
+// addInPlace(target, source): target += source, both the same length. source may
+// be target itself (each element reads only its own), not a shifted view of it.
+void AddInPlace(const Args& a) {
+  float* target = a.f32(0, "target", -1);
+  const int64_t count = a.length_of(0);
+  const float* source = a.f32(1, "source", count);
+  if (source != target && source < target + count && target < source + count)
+    throw_range(a.env(), a.op, "source", "must not overlap target (other than being it)");
+  add_in_place(count, target, source);
+}
+
+// addBias(y, bias, rows, d): y[rows, d] += bias[d] on every row.
+void AddBias(const Args& a) {
+  const int64_t rows = a.dim(2, "rows", 0, kMaxDim);
+  const int64_t d = a.dim(3, "d", 1, kMaxDim);
+  float* y = a.f32(0, "y", rows * d);
+  const float* bias = a.f32(1, "bias", d);
+  add_bias(rows, d, y, bias);
+}
+
 constexpr Op kOps[] = {
     {"rmsNorm", 7, RmsNorm},
     {"rmsNormBackward", 10, RmsNormBackward},
@@ -135,6 +155,8 @@ constexpr Op kOps[] = {
     {"swigluBackward", 5, SwigluBackward},
     {"embedding", 6, Embedding},
     {"embeddingBackward", 6, EmbeddingBackward},
+    {"addInPlace", 2, AddInPlace},
+    {"addBias", 4, AddBias},
 };
 
 }  // namespace

@@ -30,6 +30,8 @@ export interface ElementwiseBinding {
     d: number,
   ): void;
   embeddingBackward: typeof embeddingBackward;
+  addInPlace: typeof addInPlace;
+  addBias: typeof addBias;
 }
 
 // ---- RMSNorm ----------------------------------------------------------------
@@ -168,4 +170,16 @@ export function embeddingBackward(
   d: number,
 ): void {
   loadNative().embeddingBackward(ids, dOut, dTable, n, vocab, d);
+}
+
+// ---- Adds -------------------------------------------------------------------
+
+/** target += source elementwise (the residual stream); source may be target itself, not a shifted view of it. */
+export function addInPlace(target: Float32Array, source: Float32Array): void {
+  loadNative().addInPlace(target, source);
+}
+
+/** y[rows, d] += bias[d] on every row (a linear layer's bias). */
+export function addBias(y: Float32Array, bias: Float32Array, rows: number, d: number): void {
+  loadNative().addBias(y, bias, rows, d);
 }
