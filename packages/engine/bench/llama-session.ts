@@ -7,6 +7,9 @@ import type { Llama, LlamaContextSequence, LlamaModel } from "./llama-cpp.ts";
 /** The prompt length of the prefill measurement, and the batch both engines get. */
 export const PREFILL = 512;
 
+/** The tokens a context holds: llama.cpp's KV cache, and the KV cache of our sampler that serves the prefills. */
+export const contextTokens = (config: ModelConfig) => Math.min(2 * PREFILL, config.maxPositionEmbeddings);
+
 /** llama.cpp's logits [positions from..T-1, V] for the same tokens, from a fresh sequence. */
 export async function llamaLogits(
   sequence: LlamaContextSequence,
@@ -72,7 +75,7 @@ export async function withContext<T>(
   use: (sequence: LlamaContextSequence) => Promise<T>,
 ): Promise<T> {
   const context = await model.createContext({
-    contextSize: Math.min(2 * PREFILL, config.maxPositionEmbeddings),
+    contextSize: contextTokens(config),
     batchSize: PREFILL, // the whole prompt in one batch, as our maxTokensPerStep does
     sequences: 1,
     threads: { ideal: threads, min: threads },

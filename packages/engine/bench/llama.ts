@@ -12,6 +12,7 @@ import { type BaseModel, loadBaseModel } from "../src/base-model.ts";
 import { convertModelWeights, type ModelConfig, type WeightDtype } from "../src/model/index.ts";
 import { forward } from "../src/nn/transformer.ts";
 import { frozenParams } from "../src/policy/frozen.ts";
+import { PagedKv } from "../src/sampler/paged-model.ts";
 import { Sampler } from "../src/sampler/sampler.ts";
 import { InMemorySnapshotRegistry } from "../src/snapshots/registry.ts";
 import {
@@ -24,7 +25,15 @@ import { TINY_MODEL, writeTinyModel } from "../src/testing/tiny-model.ts";
 import { pack } from "../src/trainer/batching.ts";
 import { writeHfDirAsGguf, writeModelGguf } from "./gguf-model.ts";
 import { type Llama, type LlamaContextSequence, loadLlamaCpp, NODE_LLAMA_CPP_VERSION } from "./llama-cpp.ts";
-import { llamaGenerate, llamaGreedy, llamaLogits, PREFILL, withContext, withModel } from "./llama-session.ts";
+import {
+  contextTokens,
+  llamaGenerate,
+  llamaGreedy,
+  llamaLogits,
+  PREFILL,
+  withContext,
+  withModel,
+} from "./llama-session.ts";
 import { DECODE, decodeRate, prompt, timed } from "./sampling.ts";
 import { median, progress, round } from "./timing.ts";
 
@@ -104,12 +113,17 @@ async function compare(
   };
 }
 
-function newSampler(base: BaseModel, dir: string) {
+const KV_BLOCK = 16;
+
+/** A sampler of `base`; its KV cache holds `kvTokens` tokens (default: 1 GiB's worth). */
+function newSampler(base: BaseModel, dir: string, kvTokens?: number) {
+  const blockBytes = PagedKv.bytesPerBlock(base.config, KV_BLOCK);
   return new Sampler({
     base,
     store: new LocalStore(dir),
     registry: new InMemorySnapshotRegistry(),
-    kvCacheBytes: 2 ** 30,
+    kvCacheBytes: kvTokens === undefined ? 2 ** 30 : Math.ceil(kvTokens / KV_BLOCK) * blockBytes,
+    blockSize: KV_BLOCK,
     policyBytes: 2 ** 30,
     maxTokensPerStep: PREFILL,
   });
@@ -162,7 +176,10 @@ interface Run {
  * One measurement of ours: batch-1 decode as the sampling benchmark does it, and
  * a 512-token prefill on `server`, one sampler kept for the whole bench as
  * llama.cpp keeps its context (a fresh one would pay for first touching its
- * memory every time, which a running service does once). Each run's prompt is
+ * memory every time, which a running service does once). Its KV cache holds as
+ * many tokens as llama.cpp's context: with 1 GiB, every new prompt was written
+ * into blocks never touched before, a page fault per 4 KiB, where a service
+ * that has run a while, and llama.cpp, reuse warm memory. Each run's prompt is
  * new from its first token, so nothing is served from the prefix cache.
  */
 async function oursRun(base: BaseModel, dir: string, r: number, server: Sampler): Promise<Run> {
@@ -235,7 +252,7 @@ async function benchModel(
         const loadStart = loadavg().map((l) => round(l, 2));
         // Interleaved, so a change in the machine's load hits all three alike.
         const runs = { ours: [] as Run[], exact: [] as Run[], flash: [] as Run[] };
-        const server = newSampler(base, dir);
+        const server = newSampler(base, dir, contextTokens(config));
         await server.sample("base", prompt(config.vocabSize, 64, 1), 1, { maxTokens: 1 }); // warm up
         for (let r = 0; r < repeats; r++) {
           progress(`llama: ${name} run ${r + 1}/${repeats}`);
