@@ -37,6 +37,9 @@ constexpr int64_t KC = 256;
 constexpr int64_t kChunkCols = 192;
 // Rows of A per task at most: a [kTaskRows × KC] block (512 KiB) in L2.
 constexpr int64_t kTaskRows = 512;
+// Tasks of at most this many rows over a weight packed once (a decode step's)
+// run each chunk of panels through all of K; A for all of K stays in L2.
+constexpr int64_t kWholePanelRows = 32;
 
 /** One instruction set's tile: its shape and its functions by row count (1..MR), for f32 and bf16 B. */
 struct Kernel {
@@ -248,10 +251,11 @@ void run_block(const Plan& plan, const Task& t, int64_t pc, int64_t jc, const fl
  * A task runs every K block in order for each of its elements, so the sums do
  * not depend on the loop order. Usually K blocks are the outer loop (A packed
  * one block at a time, each B chunk packed once per block). A decode-sized task
- * over a weight packed once (one row panel) instead packs A for all of K first
- * and runs each chunk of panels through all of K before the next: each panel
- * then streams from memory in one piece rather than one piece per K block
- * (batch-1 products 50–54 → 60 GB/s, bf16 41–49 → 55–65 on the lm_head).
+ * over a weight packed once (at most kWholePanelRows rows) instead packs A for
+ * all of K first and runs each chunk of panels through all of K before the
+ * next: each panel then streams from memory in one piece rather than one piece
+ * per K block (Qwen-shaped lm_head, AVX-512: 1 row 50 → 61 GB/s f32, 41 → 59
+ * bf16; 16 rows 25 → 34 f32).
  */
 void run_task(const Plan& plan, int64_t task) {
   thread_local std::vector<float> a_buffer, b_buffer;
@@ -260,7 +264,7 @@ void run_task(const Plan& plan, int64_t task) {
   const Task t = task_of(plan, task);
   if (t.rows <= 0 || t.j0 >= t.j1) return;
   const int64_t padded_rows = (t.rows + mr - 1) / mr * mr;
-  const bool whole_panels = (plan.prepacked || plan.prepacked16) && t.rows <= mr;
+  const bool whole_panels = (plan.prepacked || plan.prepacked16) && t.rows <= kWholePanelRows;
   float* ap = scratch(a_buffer, static_cast<size_t>(padded_rows * (whole_panels ? g.k : std::min(KC, g.k))));
   float* bp = plan.prepacked || plan.prepacked16 ? nullptr
                                                  : scratch(b_buffer, static_cast<size_t>(t.chunk * std::min(KC, g.k)));
