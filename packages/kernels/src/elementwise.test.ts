@@ -409,7 +409,9 @@ describe("addInPlace and addBias", () => {
     );
     addInPlace(buffer.subarray(0, 4), buffer.subarray(4, 8)); // views side by side are fine
     const f = (n: number) => new Float32Array(n);
-    expect(() => addInPlace(f(4), f(3))).toThrow(new RangeError("addInPlace: source has length 3, expected 4"));
+    expect(() => addInPlace(f(4), f(3))).toThrow(
+      new RangeError("addInPlace: source has length 3, expected 4"),
+    );
     expect(() => addBias(f(6), f(3), 3, 3)).toThrow(new RangeError("addBias: y has length 6, expected 9"));
     expect(() => addBias(f(6), f(2), 2, 3)).toThrow(new RangeError("addBias: bias has length 2, expected 3"));
     expect(() => addBias(f(0), f(0), 0, 0)).toThrow(RangeError);
