@@ -171,7 +171,7 @@ struct Plan {
   const uint16_t* prepacked16;
 };
 
-/** One task: rows [i0, i1) × columns [j0, j1) of C. */
+/** One task: rows [i0, i0 + rows) × columns [j0, j1) of C. */
 struct Task {
   int64_t i0, rows, j0, j1;
   int64_t chunk;  // columns of B per chunk, a multiple of nr
@@ -269,7 +269,8 @@ void run_task(const Plan& plan, int64_t task) {
   float* bp = plan.prepacked || plan.prepacked16 ? nullptr
                                                  : scratch(b_buffer, static_cast<size_t>(t.chunk * std::min(KC, g.k)));
   if (whole_panels) {
-    for (int64_t pc = 0; pc < g.k; pc += KC) pack_a(g, mr, t.i0, t.rows, pc, std::min(KC, g.k - pc), ap + padded_rows * pc);
+    for (int64_t pc = 0; pc < g.k; pc += KC)
+      pack_a(g, mr, t.i0, t.rows, pc, std::min(KC, g.k - pc), ap + padded_rows * pc);
     for (int64_t jc = t.j0; jc < t.j1; jc += t.chunk)
       for (int64_t pc = 0; pc < g.k; pc += KC) run_block(plan, t, pc, jc, ap + padded_rows * pc, bp);
     return;
