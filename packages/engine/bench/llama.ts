@@ -13,7 +13,7 @@ import { convertModelWeights, type ModelConfig, type WeightDtype } from "../src/
 import { forward } from "../src/nn/transformer.ts";
 import { frozenParams } from "../src/policy/frozen.ts";
 import { PagedKv } from "../src/sampler/paged-model.ts";
-import { Sampler } from "../src/sampler/sampler.ts";
+import { DEFAULT_BLOCK_SIZE, Sampler } from "../src/sampler/sampler.ts";
 import { InMemorySnapshotRegistry } from "../src/snapshots/registry.ts";
 import {
   parameterCount,
@@ -113,17 +113,14 @@ async function compare(
   };
 }
 
-const KV_BLOCK = 16;
-
 /** A sampler of `base`; its KV cache holds `kvTokens` tokens (default: 1 GiB's worth). */
 function newSampler(base: BaseModel, dir: string, kvTokens?: number) {
-  const blockBytes = PagedKv.bytesPerBlock(base.config, KV_BLOCK);
+  const blockBytes = PagedKv.bytesPerBlock(base.config, DEFAULT_BLOCK_SIZE);
   return new Sampler({
     base,
     store: new LocalStore(dir),
     registry: new InMemorySnapshotRegistry(),
-    kvCacheBytes: kvTokens === undefined ? 2 ** 30 : Math.ceil(kvTokens / KV_BLOCK) * blockBytes,
-    blockSize: KV_BLOCK,
+    kvCacheBytes: kvTokens === undefined ? 2 ** 30 : Math.ceil(kvTokens / DEFAULT_BLOCK_SIZE) * blockBytes,
     policyBytes: 2 ** 30,
     maxTokensPerStep: PREFILL,
   });

@@ -42,6 +42,9 @@ import { type SampledToken, sampleTokens, type TokenDraw } from "./sampling.ts";
 import { type Row, type ScheduledCompletion, Scheduler } from "./scheduler.ts";
 import { type StopCheck, stopChecker } from "./stop.ts";
 
+/** Token slots per KV cache block, unless a sampler is given its own. */
+export const DEFAULT_BLOCK_SIZE = 16;
+
 export interface SamplerOptions {
   base: BaseModel;
   store: ObjectStore;
@@ -127,7 +130,7 @@ export class Sampler {
     const matmul = options.batchInvariant === false ? "auto" : "rows";
     // The batch-invariant product runs over the base's matrices packed once.
     const baseParams = matmul === "rows" ? withPackedWeights(frozenParams(base)) : frozenParams(base);
-    const blockSize = options.blockSize ?? 16;
+    const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     const bytesPerBlock = PagedKv.bytesPerBlock(baseParams.shape, blockSize);
     const numBlocks = Math.max(1, Math.floor((options.kvCacheBytes ?? 256 << 20) / bytesPerBlock));
     this.kv = new KvCacheManager({ numBlocks, blockSize });

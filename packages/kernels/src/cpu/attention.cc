@@ -35,10 +35,12 @@ namespace {
 /**
  * The starts of runs of consecutive rows (one sequence, consecutive positions),
  * at most `limit` rows each, and n_rows at the end: a prefill chunk's rows share
- * their K/V tiles; decode rows, each of its own sequence, stay alone.
+ * their K/V tiles; decode rows, each of its own sequence, stay alone. The
+ * caller's thread keeps the list, so a decode step's layers allocate nothing.
  */
-std::vector<int64_t> row_runs(const PagedRows& rows, int64_t limit) {
-  std::vector<int64_t> starts;
+const std::vector<int64_t>& row_runs(const PagedRows& rows, int64_t limit) {
+  thread_local std::vector<int64_t> starts;
+  starts.clear();
   for (int64_t i = 0; i < rows.n_rows;) {
     starts.push_back(i);
     int64_t j = i + 1;
@@ -57,7 +59,7 @@ std::vector<int64_t> row_runs(const PagedRows& rows, int64_t limit) {
 void paged_attention(const AttentionHeads& h, const PagedRows& rows, const PagedKvCache& c, const float* q,
                      float* out) {
   const int64_t kv = h.num_kv_heads, d = h.head_dim, group = h.num_heads / kv;
-  const std::vector<int64_t> runs = row_runs(rows, attn::rows_per_block(group));
+  const std::vector<int64_t>& runs = row_runs(rows, attn::rows_per_block(group));
   const int64_t tasks = static_cast<int64_t>(runs.size() - 1) * kv;  // (run, kv head)
   parallel_for(tasks, fine_grain(tasks), [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {

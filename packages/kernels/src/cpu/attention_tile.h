@@ -68,16 +68,17 @@ struct PackedCursor {
 
 /** Per-thread scratch that grows once: tile scores and the running softmax state. */
 struct Scratch {
-  std::vector<float> a, b, c;
+  std::vector<float> a;       // [heads, kTile]
+  std::vector<float> b, c;    // [heads]
   std::vector<HeadSum> sums;  // [heads]
 
   void reserve(int64_t heads) {
-    const size_t need = static_cast<size_t>(heads) * kTile;
-    if (a.size() < need) {
-      a.resize(need);
-      b.resize(need);
-      c.resize(need);
-      sums.resize(static_cast<size_t>(heads));
+    const size_t n = static_cast<size_t>(heads);
+    if (b.size() < n) {
+      a.resize(n * kTile);
+      b.resize(n);
+      c.resize(n);
+      sums.resize(n);
     }
   }
 };
