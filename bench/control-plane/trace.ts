@@ -41,13 +41,16 @@ const after = (list: TraceEvent[], t: number, match: (e: TraceEvent) => boolean)
   list.find((e) => e.start >= t && match(e));
 
 /**
- * Cut by the hot path's statements: the one-statement enqueue (`WITH quota AS`),
- * graphile-worker's `get_job`, the claim, the engine call and the finish with
- * its NOTIFY. A call that took another path (e.g. placing its adapter) is skipped.
+ * Cut by the hot path's statements: the worker's claim, graphile-worker's
+ * `get_job` before it, the engine call and the finish with its NOTIFY; the
+ * enqueue is the web process's last statement before the claim (its text differs
+ * by call kind, and once matched one that had been rewritten, cutting nothing). A
+ * call that took another path (e.g. placing its adapter) is skipped.
  */
 function phasesOf(call: CallTiming, web: TraceEvent[], worker: TraceEvent[]): Phases | null {
-  const enqueue = after(web, call.sent, (e) => e.sql.includes("WITH quota AS"));
-  const claim = enqueue && after(worker, enqueue.start, (e) => e.sql.includes("SET status = 'RUNNING'"));
+  const claim = after(worker, call.sent, (e) => e.sql.includes("SET status = 'RUNNING'"));
+  const enqueue =
+    claim && web.findLast((e) => e.kind === "query" && e.start >= call.sent && e.end <= claim.start);
   const fetched = claim && worker.findLast((e) => e.sql.includes("get_job") && e.end <= claim.start);
   const engine = claim && after(worker, claim.end, (e) => e.kind === "engine");
   const finish = engine && after(worker, engine.end, (e) => e.sql.startsWith("WITH done AS"));
