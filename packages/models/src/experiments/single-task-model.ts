@@ -6,10 +6,10 @@
 // Run a setting on it with `--model <out dir>`: if stray words in answers came
 // from the other task's vocabulary, a model that never saw that task should not
 // learn to emit them.
-import path from "node:path";
-import { buildTextModel, type TextModelRecipe } from "../build/build-text-model.ts";
+import type { TextModelRecipe } from "../build/build-text-model.ts";
 import type { TextCorpusSpec } from "../corpus/index.ts";
 import { TEXT_TINY } from "../recipes.ts";
+import { buildDiagnosticModel } from "./diagnostic-model.ts";
 
 /** Each part, and the steps that make about three passes over it at the recipe's batch. */
 const PARTS = {
@@ -31,8 +31,4 @@ const recipe: TextModelRecipe = {
   corpus: part.corpus(TEXT_TINY.corpus),
   pretrain: { ...TEXT_TINY.pretrain, steps: steps as number },
 };
-const log = (line: string) => console.error(`${recipe.name}: ${line}`);
-const result = await buildTextModel(recipe, path.resolve(out), log, (s) => {
-  if ((s.step + 1) % 500 === 0) log(`step ${s.step + 1}/${steps} loss ${s.loss.toFixed(4)}`);
-});
-log(`done in ${result.seconds.toFixed(0)} s → ${path.resolve(out)}`);
+await buildDiagnosticModel(recipe, out);
