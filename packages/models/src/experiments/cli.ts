@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,7 +7,7 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -21,6 +21,7 @@ function parsed() {
         out: { type: "string" },
         lr: { type: "string" },
         "grad-clip": { type: "string" },
+        "weight-decay": { type: "string" },
         "lr-schedule": { type: "string" },
         kl: { type: "string" },
         "scale-by-std": { type: "boolean" },
@@ -43,7 +44,7 @@ if (!name) {
 const seed = Number(values.seed);
 /** An optional number option, or exit 2 naming it when `valid` refuses it (`what` says what it must be). */
 function numberOption(
-  flag: "lr" | "grad-clip" | "kl" | "format-penalty" | "groups" | "rank",
+  flag: "lr" | "grad-clip" | "weight-decay" | "kl" | "format-penalty" | "groups" | "rank",
   valid: (n: number) => boolean,
   what: string,
 ) {
@@ -59,6 +60,7 @@ function numberOption(
 const countOf = (n: number) => Number.isInteger(n) && n >= 1;
 const learningRate = numberOption("lr", (n) => n > 0, "a positive number");
 const gradClipNorm = numberOption("grad-clip", (n) => n >= 0, "a number ≥ 0");
+const weightDecay = numberOption("weight-decay", (n) => n >= 0, "a number ≥ 0");
 const klCoef = numberOption("kl", (n) => n >= 0, "a number ≥ 0");
 const formatPenalty = numberOption("format-penalty", (n) => n <= 0, "a number ≤ 0");
 const groupsPerStep = numberOption("groups", countOf, "an integer ≥ 1");
@@ -90,6 +92,7 @@ try {
     ...(values.model ? { model: values.model } : {}),
     ...(learningRate === undefined ? {} : { learningRate }),
     ...(gradClipNorm === undefined ? {} : { gradClipNorm }),
+    ...(weightDecay ? { weightDecay } : {}),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
     ...(values["scale-by-std"] ? { scaleByStd: true } : {}),

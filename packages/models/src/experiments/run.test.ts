@@ -130,6 +130,17 @@ describe("the experiment runner", () => {
     );
   }, 180_000);
 
+  it("a run's weight decay reaches the optimizer: the trained state differs from the same run without it", async () => {
+    let plain = "";
+    await shortRun("arithmetic-lora-rl", async (summary) => {
+      plain = summary.stateSha256;
+    });
+    await shortRun("arithmetic-lora-rl", async (summary) => expect(summary.stateSha256).not.toBe(plain), {
+      weightDecay: 1,
+    });
+    expect(plain).toMatch(/^[0-9a-f]{64}$/);
+  }, 180_000);
+
   it("an unknown setting is refused by name", async () => {
     await expect(
       runExperiment({ name: "chess", seed: 1, steps: 1, outDir: tmpdir(), quiet: true }),

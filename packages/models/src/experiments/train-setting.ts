@@ -28,6 +28,8 @@ export interface TrainSettingOptions {
   learningRate?: number;
   /** Overrides the setting's gradient-norm clip (0: none). */
   gradClipNorm?: number;
+  /** AdamW's decoupled weight decay for RL (default 0): p ← p · (1 − lr · weightDecay) each step. */
+  weightDecay?: number;
   /** Overrides the setting's learning-rate schedule. */
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (after SFT, if any), folded into the advantages. */
@@ -47,6 +49,7 @@ export type SettingOverrides = Pick<
   | "validateEvery"
   | "learningRate"
   | "gradClipNorm"
+  | "weightDecay"
   | "lrSchedule"
   | "klCoef"
   | "scaleByStd"
@@ -203,6 +206,7 @@ export async function trainSetting(
     adam: {
       learningRate: o.learningRate ?? s.learningRate,
       gradClipNorm: o.gradClipNorm ?? s.gradClipNorm ?? 0,
+      ...(o.weightDecay ? { weightDecay: o.weightDecay } : {}),
     },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
