@@ -9,6 +9,8 @@ import { TEXT_TINY } from "../recipes.ts";
 import { buildDiagnosticModel } from "./diagnostic-model.ts";
 
 const HEAD_SIZE = TEXT_TINY.shape.hiddenSize / TEXT_TINY.shape.numHeads;
+/** The width of one key/value head's group of query heads: widths must be whole groups. */
+const GROUP = HEAD_SIZE * (TEXT_TINY.shape.numHeads / TEXT_TINY.shape.numKvHeads);
 
 /** Heads keep the recipe's head size; the MLP keeps its ratio to the width. */
 function widened(hidden: number): TextModelRecipe {
@@ -29,6 +31,6 @@ function widened(hidden: number): TextModelRecipe {
 
 const [out, hiddenArg = "256"] = process.argv.slice(2);
 const hidden = Number(hiddenArg);
-if (!out || !Number.isInteger(hidden) || hidden <= 0 || hidden % HEAD_SIZE !== 0)
-  throw new RangeError(`usage: wider-text-model.ts <out dir> [hidden, a multiple of ${HEAD_SIZE}]`);
+if (!out || !Number.isInteger(hidden) || hidden <= 0 || hidden % GROUP !== 0)
+  throw new RangeError(`usage: wider-text-model.ts <out dir> [hidden, a multiple of ${GROUP}]`);
 await buildDiagnosticModel(widened(hidden), out);
