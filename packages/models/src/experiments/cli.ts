@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,7 +7,7 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -24,6 +24,8 @@ function parsed() {
         "weight-decay": { type: "string" },
         "lr-schedule": { type: "string" },
         kl: { type: "string" },
+        "pretrain-mix": { type: "string" },
+        "negative-scale": { type: "string" },
         "scale-by-std": { type: "boolean" },
         "format-penalty": { type: "string" },
         groups: { type: "string" },
@@ -44,7 +46,16 @@ if (!name) {
 const seed = Number(values.seed);
 /** An optional number option, or exit 2 naming it when `valid` refuses it (`what` says what it must be). */
 function numberOption(
-  flag: "lr" | "grad-clip" | "weight-decay" | "kl" | "format-penalty" | "groups" | "rank",
+  flag:
+    | "lr"
+    | "grad-clip"
+    | "weight-decay"
+    | "kl"
+    | "pretrain-mix"
+    | "negative-scale"
+    | "format-penalty"
+    | "groups"
+    | "rank",
   valid: (n: number) => boolean,
   what: string,
 ) {
@@ -62,6 +73,8 @@ const learningRate = numberOption("lr", (n) => n > 0, "a positive number");
 const gradClipNorm = numberOption("grad-clip", (n) => n >= 0, "a number ≥ 0");
 const weightDecay = numberOption("weight-decay", (n) => n >= 0, "a number ≥ 0");
 const klCoef = numberOption("kl", (n) => n >= 0, "a number ≥ 0");
+const pretrainMix = numberOption("pretrain-mix", (n) => n >= 0, "a number ≥ 0");
+const negativeScale = numberOption("negative-scale", (n) => n >= 0 && n <= 1, "a number from 0 to 1");
 const formatPenalty = numberOption("format-penalty", (n) => n <= 0, "a number ≤ 0");
 const groupsPerStep = numberOption("groups", countOf, "an integer ≥ 1");
 const loraRank = numberOption("rank", countOf, "an integer ≥ 1");
@@ -95,6 +108,8 @@ try {
     ...(weightDecay ? { weightDecay } : {}),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
+    ...(pretrainMix ? { pretrainMix } : {}),
+    ...(negativeScale === undefined ? {} : { negativeScale }),
     ...(values["scale-by-std"] ? { scaleByStd: true } : {}),
     ...(loraRank === undefined ? {} : { loraRank }),
     ...(Object.keys(training).length > 0 ? { training } : {}),

@@ -130,15 +130,44 @@ describe("the experiment runner", () => {
     );
   }, 180_000);
 
-  it("a run's weight decay reaches the optimizer: the trained state differs from the same run without it", async () => {
-    let plain = "";
-    await shortRun("arithmetic-lora-rl", async (summary) => {
-      plain = summary.stateSha256;
-    });
-    await shortRun("arithmetic-lora-rl", async (summary) => expect(summary.stateSha256).not.toBe(plain), {
-      weightDecay: 1,
-    });
-    expect(plain).toMatch(/^[0-9a-f]{64}$/);
+  it("a run's weight decay and negative-advantage scale reach the optimizer: each trained state differs from the run without it", async () => {
+    const states = new Set<string>();
+    for (const options of [{}, { weightDecay: 1 }, { negativeScale: 0 }])
+      await shortRun(
+        "arithmetic-lora-rl",
+        async (summary) => {
+          expect(summary.stateSha256).toMatch(/^[0-9a-f]{64}$/);
+          states.add(summary.stateSha256);
+        },
+        options,
+      );
+    expect(states.size).toBe(3);
+  }, 180_000);
+
+  it("a run's pretraining mix trains a batch of the base model's corpus into every step", async () => {
+    await shortRun(
+      "arithmetic-lora-rl",
+      async (summary) => {
+        const lines = await readJsonl(summary.files.metrics);
+        expect(lines).toHaveLength(2);
+        for (const line of lines) {
+          expect(line["mixed/loss/mean"]).toBeGreaterThan(0);
+          expect(line["mixed/weight/sum"]).toBeGreaterThan(0);
+        }
+      },
+      { pretrainMix: 0.1 },
+    );
+    await expect(
+      runExperiment({
+        name: "arithmetic-lora-rl",
+        seed: 1,
+        steps: 1,
+        model: "tiny-random",
+        pretrainMix: 0.1,
+        outDir: tmpdir(),
+        quiet: true,
+      }),
+    ).rejects.toThrow(/pretraining mix needs a built-in text model's corpus; "tiny-random" has none/);
   }, 180_000);
 
   it("an unknown setting is refused by name", async () => {

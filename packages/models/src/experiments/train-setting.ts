@@ -15,6 +15,7 @@ import {
 } from "@opentinker/sdk";
 import type { Example } from "../corpus/index.ts";
 import { type MalformedInput, malformedInputs, malformedRate } from "./malformed-inputs.ts";
+import { pretrainMix } from "./pretrain-mix.ts";
 import type { RunSummary } from "./run.ts";
 import type { Setting, SettingContext, SftPhase, TrainingOverrides } from "./settings.ts";
 
@@ -34,8 +35,12 @@ export interface TrainSettingOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (after SFT, if any), folded into the advantages. */
   klCoef?: number;
+  /** Mix the base model's pretraining corpus into each RL step at this weight per answer token (PPO-ptx; pretrain-mix.ts). */
+  pretrainMix?: number;
   /** Divide each group's advantages by its returns' standard deviation (default: centred only). */
   scaleByStd?: boolean;
+  /** Multiply negative advantages by this (default 1). */
+  negativeScale?: number;
   /** Validation batches of the start and end checks (default CHECK_BATCHES; tests use fewer). */
   checkBatches?: number;
   training?: TrainingOverrides;
@@ -52,7 +57,9 @@ export type SettingOverrides = Pick<
   | "weightDecay"
   | "lrSchedule"
   | "klCoef"
+  | "pretrainMix"
   | "scaleByStd"
+  | "negativeScale"
   | "training"
   | "checkBatches"
   | "loraRank"
@@ -199,6 +206,9 @@ export async function trainSetting(
     };
   }
   const validations: Omit<BestSnapshot, "checksum">[] = [];
+  const mixedIn = o.pretrainMix
+    ? await pretrainMix(o.baseModel, o.tokenizer, o.seed, o.pretrainMix)
+    : undefined;
   const records = await trainRl({
     trainingClient: tc,
     dataset: s.train(ctx),
@@ -210,7 +220,15 @@ export async function trainSetting(
     },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
-    ...(o.scaleByStd ? { advantages: { scaleByStd: true } } : {}),
+    ...(o.scaleByStd || o.negativeScale !== undefined
+      ? {
+          advantages: {
+            ...(o.scaleByStd ? { scaleByStd: true } : {}),
+            ...(o.negativeScale === undefined ? {} : { negativeScale: o.negativeScale }),
+          },
+        }
+      : {}),
+    ...(mixedIn ? { mixedIn } : {}),
     validation: {
       dataset: s.validation(ctx),
       every: o.validateEvery ?? Math.max(1, Math.floor(o.steps / 4)),

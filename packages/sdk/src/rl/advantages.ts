@@ -13,6 +13,12 @@ export interface AdvantageOptions {
   dropConstantGroups?: boolean;
   /** Per-turn returns Σ_k≥t γ^(k−t)·r_k instead of one return per trajectory. */
   perTurnDiscount?: number;
+  /**
+   * Multiply advantages below zero by this (default 1). Below 1, what did worse
+   * than its group is pushed down less than what did better is pushed up: a
+   * pushed-down token's probability goes to every other token, the unlikely ones too.
+   */
+  negativeScale?: number;
 }
 
 export interface ScoredTrajectory {
@@ -46,6 +52,14 @@ export function groupAdvantages(group: TrajectoryGroup, options: AdvantageOption
       options.perTurnDiscount === undefined
         ? trajectory.transitions.map(() => returns[i] as number)
         : returnsToGo(trajectory, options.perTurnDiscount);
-    return { trajectory, turnAdvantages: perTurn.map((g) => (g - baseline) * scale) };
+    const negative = options.negativeScale ?? 1;
+    return {
+      trajectory,
+      turnAdvantages: perTurn.map((g) => {
+        const a = (g - baseline) * scale;
+        if (a >= 0) return a;
+        return negative === 0 ? 0 : a * negative; // a plain 0, not −0
+      }),
+    };
   });
 }

@@ -1,5 +1,11 @@
 import type { InProcessServiceClient, InProcessTrainingClient } from "@opentinker/engine";
-import { lossInput, type ModelInput, modelInputFromTokens, modelInputTokens } from "@opentinker/protocol";
+import {
+  buildSftDatum,
+  lossInput,
+  type ModelInput,
+  modelInputFromTokens,
+  modelInputTokens,
+} from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Env, EnvGroupBuilder, RlDataset, StepResult } from "../env/types.ts";
 import { MemorySink } from "../metrics/sink.ts";
@@ -195,6 +201,30 @@ describe("rollout and datums", () => {
     expect(groupAdvantages(group)).toEqual([]);
   });
 
+  it("negative advantages are scaled by negativeScale; positive ones are left as they are", () => {
+    const t = (reward: number): Trajectory => ({
+      policyVersion: 1,
+      transitions: [
+        {
+          observation: modelInputFromTokens([1, 2]),
+          actionTokens: [3],
+          actionLogprobs: [-1],
+          reward,
+          done: true,
+          metrics: {},
+        },
+      ],
+    });
+    const group = { trajectories: [t(1), t(0), t(0), t(1)] };
+    const advantages = (negativeScale?: number) =>
+      groupAdvantages(group, negativeScale === undefined ? {} : { negativeScale }).map(
+        (s) => s.turnAdvantages,
+      );
+    expect(advantages()).toEqual([[0.5], [-0.5], [-0.5], [0.5]]);
+    expect(advantages(0.5)).toEqual([[0.5], [-0.25], [-0.25], [0.5]]);
+    expect(advantages(0)).toEqual([[0.5], [0], [0], [0.5]]);
+  });
+
   it("staleness: a trajectory from v trained at v+k is dropped past maxStaleness or kept to be corrected", () => {
     expect(applyStaleness(3, 6, { maxStaleness: 2, mode: "drop" })).toEqual({ staleness: 3, keep: false });
     expect(applyStaleness(3, 6, { maxStaleness: 2, mode: "correct" })).toEqual({ staleness: 3, keep: true });
@@ -367,6 +397,42 @@ describe("the RL loop", () => {
     const last = ((history[6]?.["reward/mean"] as number) + (history[7]?.["reward/mean"] as number)) / 2;
     expect(last).toBeGreaterThan(first + 0.2);
     expect(history.every((r) => r["staleness/max"] === 0)).toBe(true);
+  });
+
+  it("a mixed-in supervised batch (PPO-ptx) joins each step's gradient before its one optimizer step", async () => {
+    const mixed = [buildSftDatum({ sequence: [10, 20, 30, 40, 50], weights: [0, 0, 0, 1, 1] })];
+    const asked: number[] = [];
+    const run = async (mixedIn?: (step: number) => typeof mixed) => {
+      const tc = (await service.createLoraTrainingClient({
+        baseModel: "tiny",
+        rank: 2,
+        seed: 8,
+      })) as InProcessTrainingClient;
+      const sink = new MemorySink();
+      await trainRl({
+        trainingClient: tc,
+        dataset: dataset(2, 1, () => new ThresholdEnv(), 4),
+        lossFn: "importance_sampling",
+        advantages: { dropConstantGroups: false },
+        seed: 4,
+        sink,
+        ...(mixedIn ? { mixedIn } : {}),
+      });
+      return { tc, records: sink.records };
+    };
+    const plain = await run();
+    const mix = await run((step) => {
+      asked.push(step);
+      return mixed;
+    });
+    expect(asked).toEqual([0, 1]);
+    expect(mix.tc.policy.step).toBe(2);
+    // The same first rollout and RL loss; the mix is measured and moves the weights.
+    expect(mix.records[0]?.["loss/sum"]).toBe(plain.records[0]?.["loss/sum"]);
+    expect(mix.records[0]?.["mixed/loss/mean"]).toBeGreaterThan(0);
+    expect(plain.records[0]?.["mixed/loss/mean"]).toBeUndefined();
+    const weights = (tc: InProcessTrainingClient) => tc.policy.tensors.map((t) => Array.from(t.value));
+    expect(weights(mix.tc)).not.toEqual(weights(plain.tc));
   });
 
   it("a learning-rate schedule sets each step's optimizer rate: from the peak down to the last step's share", async () => {

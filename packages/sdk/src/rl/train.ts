@@ -5,6 +5,7 @@
 // with in-process or remote clients.
 import {
   type AdamParamsInput,
+  type Datum,
   divergedAt,
   type LossFnConfig,
   type LrSchedule,
@@ -62,6 +63,13 @@ export interface TrainRlConfig {
   seed?: number;
   /** Penalise divergence from a reference policy (folded into the advantages). */
   klPenalty?: KlPenalty;
+  /**
+   * A supervised loss mixed into each step's gradient (PPO-ptx): step `step`'s
+   * datums, trained with cross_entropy before the same optimizer step. Their
+   * weights carry the mix's strength; it holds the policy's language on inputs
+   * RL does not sample.
+   */
+  mixedIn?: (step: number) => Datum[];
   /** Save the training state (weights, AdamW moments, step) every this many steps. */
   checkpointEvery?: number;
   /** Resume at this step (the training client already holds the state it reached). */
@@ -156,15 +164,17 @@ export function adamAtStep(config: Pick<TrainRlConfig, "adam" | "lrSchedule">, s
 
 /**
  * One training step on rollout groups: advantages, the staleness rule against
- * `trainerVersion`, datums, forwardBackward and optimStep (with `adam`, by
- * default the config's). Returns the step's metrics, whether anything was
- * trained, and every trajectory with its datums.
+ * `trainerVersion`, datums, forwardBackward (and one on `mixed`, cross_entropy,
+ * into the same gradient) and optimStep (with `adam`, by default the config's).
+ * Returns the step's metrics, whether anything was trained, and every
+ * trajectory with its datums.
  */
 export async function trainOnGroups(
   config: TrainRlConfig,
   groups: TrajectoryGroup[],
   trainerVersion: number,
   adam: AdamParamsInput | undefined = config.adam,
+  mixed: Datum[] = [],
 ): Promise<{ record: MetricsRecord; trained: boolean; trajectories: StepTrajectory[] }> {
   const tc = config.trainingClient;
   const record: MetricsRecord = { ...rewardStats(groups, "") };
@@ -177,8 +187,11 @@ export async function trainOnGroups(
   if (datums.length === 0) return { record, trained: false, trajectories };
   if (config.klPenalty) record["kl/mean"] = await applyKlPenalty(datums, config.klPenalty);
   const fb = await tc.forwardBackward(datums, config.lossFn, config.lossFnConfig);
+  const mix = mixed.length ? await tc.forwardBackward(mixed, "cross_entropy") : undefined;
   const opt = await tc.optimStep(adam);
   for (const [k, v] of Object.entries((await fb.result()).metrics)) record[k.replace(":", "/")] = v;
+  for (const [k, v] of Object.entries((await mix?.result())?.metrics ?? {}))
+    record[`mixed/${k.replace(":", "/")}`] = v;
   for (const [k, v] of Object.entries((await opt.result()).metrics)) record[k.replace(":", "/")] = v;
   return { record, trained: true, trajectories };
 }
@@ -225,6 +238,7 @@ export async function trainRl(config: TrainRlConfig): Promise<MetricsRecord[]> {
       groups,
       sampler.version,
       adam,
+      config.mixedIn?.(step),
     ).catch((error: unknown) => {
       throw divergedAt(step, error);
     });
