@@ -39,6 +39,9 @@ function returnsToGo(t: Trajectory, gamma: number): number[] {
 
 /** Failed trajectories are left out (they are recorded, never trained on). */
 export function groupAdvantages(group: TrajectoryGroup, options: AdvantageOptions = {}): ScoredTrajectory[] {
+  const negative = options.negativeScale ?? 1;
+  if (!(Number.isFinite(negative) && negative >= 0))
+    throw new RangeError(`advantages.negativeScale must be a finite number ≥ 0 (got ${negative})`);
   const ok = group.trajectories.filter((t) => !t.failure);
   if (ok.length === 0) return [];
   const returns = ok.map(totalReward);
@@ -52,7 +55,6 @@ export function groupAdvantages(group: TrajectoryGroup, options: AdvantageOption
       options.perTurnDiscount === undefined
         ? trajectory.transitions.map(() => returns[i] as number)
         : returnsToGo(trajectory, options.perTurnDiscount);
-    const negative = options.negativeScale ?? 1;
     return {
       trajectory,
       turnAdvantages: perTurn.map((g) => {

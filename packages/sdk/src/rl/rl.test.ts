@@ -223,6 +223,7 @@ describe("rollout and datums", () => {
     expect(advantages()).toEqual([[0.5], [-0.5], [-0.5], [0.5]]);
     expect(advantages(0.5)).toEqual([[0.5], [-0.25], [-0.25], [0.5]]);
     expect(advantages(0)).toEqual([[0.5], [0], [0], [0.5]]);
+    expect(() => advantages(-1)).toThrow(/negativeScale must be a finite number ≥ 0 \(got -1\)/);
   });
 
   it("staleness: a trajectory from v trained at v+k is dropped past maxStaleness or kept to be corrected", () => {

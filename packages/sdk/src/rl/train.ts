@@ -67,7 +67,7 @@ export interface TrainRlConfig {
    * A supervised loss mixed into each step's gradient (PPO-ptx): step `step`'s
    * datums, trained with cross_entropy before the same optimizer step. Their
    * weights carry the mix's strength; it holds the policy's language on inputs
-   * RL does not sample.
+   * RL does not sample. A step with no RL datums trains neither.
    */
   mixedIn?: (step: number) => Datum[];
   /** Save the training state (weights, AdamW moments, step) every this many steps. */
