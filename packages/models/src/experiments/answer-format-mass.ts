@@ -1,11 +1,13 @@
 // node --import tsx packages/models/src/experiments/answer-format-mass.ts <run dir> ["<a> <op> <b>" ...]
 // A diagnostic for docs/results.md (what falls short): where a run's malformed
-// arithmetic answers come from. For every problem of the environment it walks
-// the right answer token by token (teacher-forced) and measures the mass the
-// policy puts on tokens that keep the answer well formed (a digit, a minus sign
-// first, or the end of the turn), under the base model and under the run's kept
+// arithmetic answers come from, without sampling. For every problem of the
+// environment it walks the policy's own tree of answers (every prefix still
+// well formed, down to a probability of 1e-5) and adds up the probability of
+// leaving the form (a token after which the answer can no longer parse, as the
+// environment parses it) — the exact chance that a sampled answer is malformed,
+// to within the pruned branches — under the base model and under the run's kept
 // policy (`<run dir>/best/`), by split. The problems named after the run
-// directory are shown in full: the most likely tokens at each position.
+// directory are shown along their right answer: the likeliest tokens at each position.
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -16,65 +18,97 @@ import {
   type ArithmeticTask,
   applyOp,
   arithmeticKey,
+  DEFAULT_MAX_TOKENS,
   everyArithmeticTask,
   splitOf,
 } from "@opentinker/envs";
-import { appendTokens, modelInputTokens, type SamplingClient } from "@opentinker/protocol";
+import { appendTokens, type ModelInput, modelInputTokens, type SamplingClient } from "@opentinker/protocol";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { z } from "zod";
 import { loadExperimentModel } from "./run.ts";
 
 const TOP = 20;
+/** Branches less likely than this are not walked (their mass is left out). */
+const PRUNE = 1e-5;
+const END = "<|im_end|>";
 const [runDir, ...shown] = process.argv.slice(2);
 if (!runDir) throw new RangeError('usage: answer-format-mass.ts <run dir> ["<a> <op> <b>" ...]');
 
-/** Per answer position (the right prefix before it): the top tokens of the policy's distribution. */
+/** The most likely next tokens after `context`, as [token, logprob]: the row that predicts a probe token appended to it. */
+async function nextTokens(client: SamplingClient, context: ModelInput, probe: number) {
+  const response = await (
+    await client.sample(appendTokens(context, [probe]), 1, { maxTokens: 1 }, { topkPromptLogprobs: TOP })
+  ).result();
+  return response.topkPromptLogprobs?.at(-1) ?? [];
+}
+
+/** Whether `text` after `prefix` leaves an answer that still parses (parseInteger: optional spaces, a sign, 1–9 digits). */
+const keepsForm = (prefix: string, text: string) =>
+  text === END ? /^-?\d{1,9}$/.test(prefix.trim()) : /^\s*-?\d{0,9}\s*$/.test(prefix + text);
+
+/** The probability that the policy's answer to `task` is malformed (the sum over its tree of answers). */
+async function malformedProbability(
+  client: SamplingClient,
+  tokenizer: RendererTokenizer,
+  task: ArithmeticTask,
+) {
+  const { observation } = await new ArithmeticEnv(task, tokenizer).initialObservation();
+  const end = tokenizer.tokenId(END) as number;
+  let malformed = 0;
+  const open = [{ tokens: [] as number[], probability: 1 }];
+  for (let node = open.pop(); node; node = open.pop()) {
+    const prefix = tokenizer.decode(node.tokens);
+    let kept = 0;
+    for (const [id, logprob] of await nextTokens(client, appendTokens(observation, node.tokens), end)) {
+      const text = tokenizer.decode([id]);
+      if (!keepsForm(prefix, text)) continue;
+      const p = Math.exp(logprob);
+      // An answer that has not ended by the renderer's token limit is malformed too.
+      if (text !== END && node.tokens.length + 1 >= DEFAULT_MAX_TOKENS) continue;
+      kept += p;
+      if (text !== END && node.probability * p >= PRUNE)
+        open.push({ tokens: [...node.tokens, id], probability: node.probability * p });
+    }
+    malformed += node.probability * Math.max(0, 1 - kept);
+  }
+  return malformed;
+}
+
+/** Per split: the mean probability of a malformed answer, and the problems where it is highest. */
+async function malformedBySplit(client: SamplingClient, tokenizer: RendererTokenizer) {
+  const by = new Map<string, { problem: string; malformed: number }[]>();
+  for (const task of everyArithmeticTask()) {
+    const split = splitOf(arithmeticKey(task));
+    const rows = by.get(split) ?? [];
+    rows.push({
+      problem: `${task.a} ${task.op} ${task.b}`,
+      malformed: await malformedProbability(client, tokenizer, task),
+    });
+    by.set(split, rows);
+  }
+  return Object.fromEntries(
+    [...by].map(([split, rows]) => [
+      split,
+      {
+        problems: rows.length,
+        meanMalformed: rows.reduce((sum, r) => sum + r.malformed, 0) / rows.length,
+        problemsOver10Percent: rows.filter((r) => r.malformed > 0.1).length,
+        worst: rows.sort((a, b) => b.malformed - a.malformed).slice(0, 5),
+      },
+    ]),
+  );
+}
+
+/** Per position of the right answer (the right prefix before it): the top tokens of the policy's distribution. */
 async function answerRows(client: SamplingClient, tokenizer: RendererTokenizer, task: ArithmeticTask) {
   const { observation } = await new ArithmeticEnv(task, tokenizer).initialObservation();
   const start = modelInputTokens(observation).length;
-  const answer = tokenizer.encode(`${task.answer}<|im_end|>`, { addSpecialTokens: false });
+  const answer = tokenizer.encode(`${task.answer}${END}`, { addSpecialTokens: false });
   const response = await (
     await client.sample(appendTokens(observation, answer), 1, { maxTokens: 1 }, { topkPromptLogprobs: TOP })
   ).result();
   const rows = (response.topkPromptLogprobs ?? []).slice(start, start + answer.length);
   return rows.map((row, i) => ({ prefix: tokenizer.decode(answer.slice(0, i)), top: row ?? [] }));
-}
-
-/** Whether `text` may come next after `prefix` in a well-formed answer. */
-const keepsForm = (prefix: string, text: string) =>
-  text === "<|im_end|>"
-    ? prefix !== "" && prefix !== "-"
-    : /^[0-9]+$/.test(text) || (prefix === "" && text === "-");
-
-/** Per split: the mean mass off the answer's form (an upper bound: only the 20 likeliest tokens count as kept) and the worst problems. */
-async function formMass(client: SamplingClient, tokenizer: RendererTokenizer) {
-  const by = new Map<string, { off: number; positions: number; worst: { problem: string; off: number }[] }>();
-  for (const task of everyArithmeticTask()) {
-    const split = splitOf(arithmeticKey(task));
-    const e = by.get(split) ?? { off: 0, positions: 0, worst: [] };
-    let worst = 0;
-    for (const { prefix, top } of await answerRows(client, tokenizer, task)) {
-      const kept = top
-        .filter(([id]) => keepsForm(prefix, tokenizer.decode([id])))
-        .reduce((sum, [, lp]) => sum + Math.exp(lp), 0);
-      e.off += 1 - kept;
-      e.positions++;
-      worst = Math.max(worst, 1 - kept);
-    }
-    e.worst.push({ problem: `${task.a} ${task.op} ${task.b}`, off: worst });
-    by.set(split, e);
-  }
-  return Object.fromEntries(
-    [...by].map(([split, e]) => [
-      split,
-      {
-        problems: e.worst.length,
-        meanOffFormPerPosition: e.off / e.positions,
-        problemsWithAPositionOver10Percent: e.worst.filter((w) => w.off > 0.1).length,
-        worst: e.worst.sort((a, b) => b.off - a.off).slice(0, 5),
-      },
-    ]),
-  );
 }
 
 async function show(client: SamplingClient, tokenizer: RendererTokenizer, problem: string) {
@@ -113,7 +147,7 @@ try {
   const out: Record<string, unknown> = { run: runDir, model };
   for (const [name, client] of Object.entries(policies))
     out[name] = {
-      formMass: await formMass(client, tokenizer),
+      malformed: await malformedBySplit(client, tokenizer),
       shown: Object.fromEntries(
         await Promise.all(shown.map(async (p) => [p, await show(client, tokenizer, p)])),
       ),
