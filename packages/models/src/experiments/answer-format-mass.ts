@@ -1,4 +1,4 @@
-// node --import tsx packages/models/src/experiments/answer-format-mass.ts <run dir> ["<a> <op> <b>" ...]
+// node --import tsx packages/models/src/experiments/answer-format-mass.ts <run dir> [--model NAME|DIR] ["<a> <op> <b>" ...]
 // A diagnostic for docs/results.md (what falls short): where a run's malformed
 // arithmetic answers come from, without sampling. For every problem of the
 // environment it walks the policy's own tree of answers (every prefix still
@@ -11,6 +11,7 @@
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { InProcessServiceClient } from "@opentinker/engine";
 import {
   ArithmeticEnv,
@@ -31,8 +32,10 @@ const TOP = 20;
 /** Branches less likely than this are not walked (their mass is left out). */
 const PRUNE = 1e-5;
 const END = "<|im_end|>";
-const [runDir, ...shown] = process.argv.slice(2);
-if (!runDir) throw new RangeError('usage: answer-format-mass.ts <run dir> ["<a> <op> <b>" ...]');
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { model: { type: "string" } } });
+const [runDir, ...shown] = positionals;
+if (!runDir)
+  throw new RangeError('usage: answer-format-mass.ts <run dir> [--model NAME|DIR] ["<a> <op> <b>" ...]');
 
 /** The most likely next tokens after `context`, as [token, logprob]: the row that predicts a probe token appended to it. */
 async function nextTokens(client: SamplingClient, context: ModelInput, probe: number) {
@@ -130,7 +133,9 @@ async function show(client: SamplingClient, tokenizer: RendererTokenizer, proble
 const ZRun = z.object({ model: z.string() });
 const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-form-"));
 try {
-  const { model } = ZRun.parse(JSON.parse(await readFile(path.join(runDir, "summary.json"), "utf8")));
+  // A run on a model directory records only its name: --model says where it is.
+  const model =
+    values.model ?? ZRun.parse(JSON.parse(await readFile(path.join(runDir, "summary.json"), "utf8"))).model;
   const base = await loadExperimentModel(model, scratch);
   const tokenizer = base.tokenizer as RendererTokenizer;
   const svc = InProcessServiceClient.local([base], scratch, "diagnostic");
