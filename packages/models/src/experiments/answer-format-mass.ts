@@ -56,7 +56,8 @@ async function malformedProbability(
   task: ArithmeticTask,
 ) {
   const { observation } = await new ArithmeticEnv(task, tokenizer).initialObservation();
-  const end = tokenizer.tokenId(END) as number;
+  const end = tokenizer.tokenId(END);
+  if (end === undefined) throw new Error(`the tokenizer has no ${END} token`);
   let malformed = 0;
   const open = [{ tokens: [] as number[], probability: 1 }];
   for (let node = open.pop(); node; node = open.pop()) {
@@ -114,14 +115,15 @@ async function answerRows(client: SamplingClient, tokenizer: RendererTokenizer, 
   return rows.map((row, i) => ({ prefix: tokenizer.decode(answer.slice(0, i)), top: row ?? [] }));
 }
 
-async function show(client: SamplingClient, tokenizer: RendererTokenizer, problem: string) {
-  const [a, op, b] = problem.split(" ");
-  const task = {
-    a: Number(a),
-    b: Number(b),
-    op: op as ArithmeticOp,
-    answer: applyOp(op as ArithmeticOp, Number(a), Number(b)),
-  };
+/** A problem as written on the command line, "<a> <op> <b>", or a RangeError naming it. */
+function parseProblem(problem: string): ArithmeticTask {
+  const match = /^(\d+) ([-+*]) (\d+)$/.exec(problem);
+  if (!match) throw new RangeError(`"${problem}" is not a problem written "<a> <op> <b>" (op one of + - *)`);
+  const [, a, op, b] = match as unknown as [string, string, ArithmeticOp, string];
+  return { a: Number(a), b: Number(b), op, answer: applyOp(op, Number(a), Number(b)) };
+}
+
+async function show(client: SamplingClient, tokenizer: RendererTokenizer, task: ArithmeticTask) {
   return (await answerRows(client, tokenizer, task)).map(({ prefix, top }) => ({
     after: prefix,
     top: top
@@ -131,6 +133,8 @@ async function show(client: SamplingClient, tokenizer: RendererTokenizer, proble
 }
 
 const ZRun = z.object({ model: z.string() });
+// Refused before any work: a misspelt problem should not cost the whole walk.
+const shownTasks = shown.map(parseProblem);
 const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-form-"));
 try {
   // A run on a model directory records only its name: --model says where it is.
@@ -154,7 +158,9 @@ try {
     out[name] = {
       malformed: await malformedBySplit(client, tokenizer),
       shown: Object.fromEntries(
-        await Promise.all(shown.map(async (p) => [p, await show(client, tokenizer, p)])),
+        await Promise.all(
+          shown.map(async (p, i) => [p, await show(client, tokenizer, shownTasks[i] as ArithmeticTask)]),
+        ),
       ),
     };
   console.log(JSON.stringify(out, null, 2));
