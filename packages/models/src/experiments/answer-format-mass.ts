@@ -14,8 +14,8 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { InProcessServiceClient } from "@opentinker/engine";
 import {
+  ARITHMETIC_OPS,
   ArithmeticEnv,
-  type ArithmeticOp,
   type ArithmeticTask,
   applyOp,
   arithmeticKey,
@@ -117,10 +117,14 @@ async function answerRows(client: SamplingClient, tokenizer: RendererTokenizer, 
 
 /** A problem as written on the command line, "<a> <op> <b>", or a RangeError naming it. */
 function parseProblem(problem: string): ArithmeticTask {
-  const match = /^(\d+) ([-+*]) (\d+)$/.exec(problem);
-  if (!match) throw new RangeError(`"${problem}" is not a problem written "<a> <op> <b>" (op one of + - *)`);
-  const [, a, op, b] = match as unknown as [string, string, ArithmeticOp, string];
-  return { a: Number(a), b: Number(b), op, answer: applyOp(op, Number(a), Number(b)) };
+  const parts = problem.split(" ");
+  const [a = "", op, b = ""] = parts;
+  const known = ARITHMETIC_OPS.find((o) => o === op);
+  if (parts.length !== 3 || !known || !/^\d+$/.test(a) || !/^\d+$/.test(b))
+    throw new RangeError(
+      `"${problem}" is not a problem written "<a> <op> <b>" (op one of ${ARITHMETIC_OPS.join(" ")})`,
+    );
+  return { a: Number(a), b: Number(b), op: known, answer: applyOp(known, Number(a), Number(b)) };
 }
 
 async function show(client: SamplingClient, tokenizer: RendererTokenizer, task: ArithmeticTask) {

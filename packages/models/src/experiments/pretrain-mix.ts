@@ -4,7 +4,7 @@
 import { seededRandom } from "@opentinker/envs";
 import { buildSftDatum, type Datum } from "@opentinker/protocol";
 import type { RendererTokenizer } from "@opentinker/sdk";
-import { shuffle, textCorpus } from "../corpus/index.ts";
+import { type Example, shuffle, textCorpus } from "../corpus/index.ts";
 import { TEXT_RECIPES } from "../recipes.ts";
 
 /** Pretraining examples per RL step (the built-in models' pretraining batch). */
@@ -21,20 +21,17 @@ export async function pretrainMix(
   seed: number,
   weight: number,
 ): Promise<(step: number) => Datum[]> {
-  const recipe = Object.values(TEXT_RECIPES).find((r) => r.name === baseModel);
+  const recipes = Object.values(TEXT_RECIPES);
+  const recipe = recipes.find((r) => r.name === baseModel);
   if (!recipe)
     throw new RangeError(
-      `a pretraining mix needs a built-in text model's corpus; "${baseModel}" has none (known: ${Object.values(
-        TEXT_RECIPES,
-      )
-        .map((r) => r.name)
-        .join(", ")})`,
+      `a pretraining mix needs a built-in text model's corpus; "${baseModel}" has none (known: ${recipes.map((r) => r.name).join(", ")})`,
     );
   // The run's own order of the corpus, so seeds differ as their rollouts do.
   const examples = shuffle(await textCorpus(tokenizer, recipe.corpus), seededRandom(seed * 7919 + 29));
   return (step) =>
     Array.from({ length: MIX_BATCH }, (_, i) => {
-      const e = examples[(step * MIX_BATCH + i) % examples.length] as (typeof examples)[number];
+      const e = examples[(step * MIX_BATCH + i) % examples.length] as Example;
       return buildSftDatum({ sequence: e.tokens, weights: e.weights.map((w) => w * weight) });
     });
 }

@@ -220,14 +220,10 @@ export async function trainSetting(
     },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
-    ...(o.scaleByStd || o.negativeScale !== undefined
-      ? {
-          advantages: {
-            ...(o.scaleByStd ? { scaleByStd: true } : {}),
-            ...(o.negativeScale === undefined ? {} : { negativeScale: o.negativeScale }),
-          },
-        }
-      : {}),
+    advantages: {
+      ...(o.scaleByStd ? { scaleByStd: true } : {}),
+      ...(o.negativeScale === undefined ? {} : { negativeScale: o.negativeScale }),
+    },
     ...(mixedIn ? { mixedIn } : {}),
     validation: {
       dataset: s.validation(ctx),
