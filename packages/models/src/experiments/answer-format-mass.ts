@@ -8,46 +8,27 @@
 // to within the pruned branches — under the base model and under the run's kept
 // policy (`<run dir>/best/`), by split. The problems named after the run
 // directory are shown along their right answer: the likeliest tokens at each position.
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { InProcessServiceClient } from "@opentinker/engine";
 import {
   ARITHMETIC_OPS,
   ArithmeticEnv,
   type ArithmeticTask,
   applyOp,
   arithmeticKey,
-  DEFAULT_MAX_TOKENS,
   everyArithmeticTask,
   splitOf,
 } from "@opentinker/envs";
-import { appendTokens, type ModelInput, modelInputTokens, type SamplingClient } from "@opentinker/protocol";
+import { appendTokens, modelInputTokens, type SamplingClient } from "@opentinker/protocol";
 import type { RendererTokenizer } from "@opentinker/sdk";
-import { z } from "zod";
-import { loadExperimentModel } from "./run.ts";
+import { END, loadRunPolicies, TOP, walkAnswers } from "./answer-tree.ts";
 
-const TOP = 20;
-/** Branches less likely than this are not walked (their mass is left out). */
-const PRUNE = 1e-5;
-const END = "<|im_end|>";
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { model: { type: "string" } } });
 const [runDir, ...shown] = positionals;
 if (!runDir)
   throw new RangeError('usage: answer-format-mass.ts <run dir> [--model NAME|DIR] ["<a> <op> <b>" ...]');
-
-/** The most likely next tokens after `context`, as [token, logprob]: the row that predicts a probe token appended to it. */
-async function nextTokens(client: SamplingClient, context: ModelInput, probe: number) {
-  const response = await (
-    await client.sample(appendTokens(context, [probe]), 1, { maxTokens: 1 }, { topkPromptLogprobs: TOP })
-  ).result();
-  return response.topkPromptLogprobs?.at(-1) ?? [];
-}
-
-/** Whether `text` after `prefix` leaves an answer that still parses (parseInteger: optional spaces, a sign, 1–9 digits). */
-const keepsForm = (prefix: string, text: string) =>
-  text === END ? /^-?\d{1,9}$/.test(prefix.trim()) : /^\s*-?\d{0,9}\s*$/.test(prefix + text);
 
 /** The probability that the policy's answer to `task` is malformed (the sum over its tree of answers). */
 async function malformedProbability(
@@ -56,26 +37,7 @@ async function malformedProbability(
   task: ArithmeticTask,
 ) {
   const { observation } = await new ArithmeticEnv(task, tokenizer).initialObservation();
-  const end = tokenizer.tokenId(END);
-  if (end === undefined) throw new Error(`the tokenizer has no ${END} token`);
-  let malformed = 0;
-  const open = [{ tokens: [] as number[], probability: 1 }];
-  for (let node = open.pop(); node; node = open.pop()) {
-    const prefix = tokenizer.decode(node.tokens);
-    let kept = 0;
-    for (const [id, logprob] of await nextTokens(client, appendTokens(observation, node.tokens), end)) {
-      const text = tokenizer.decode([id]);
-      if (!keepsForm(prefix, text)) continue;
-      const p = Math.exp(logprob);
-      // An answer that has not ended by the renderer's token limit is malformed too.
-      if (text !== END && node.tokens.length + 1 >= DEFAULT_MAX_TOKENS) continue;
-      kept += p;
-      if (text !== END && node.probability * p >= PRUNE)
-        open.push({ tokens: [...node.tokens, id], probability: node.probability * p });
-    }
-    malformed += node.probability * Math.max(0, 1 - kept);
-  }
-  return malformed;
+  return (await walkAnswers(client, tokenizer, observation)).malformed;
 }
 
 /** Per split: the mean probability of a malformed answer, and the problems where it is highest. */
@@ -136,34 +98,23 @@ async function show(client: SamplingClient, tokenizer: RendererTokenizer, task: 
   }));
 }
 
-const ZRun = z.object({ model: z.string() });
 // Refused before any work: a misspelt problem should not cost the whole walk.
 const shownTasks = shown.map(parseProblem);
 const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-form-"));
 try {
-  // A run on a model directory records only its name: --model says where it is.
-  const model =
-    values.model ?? ZRun.parse(JSON.parse(await readFile(path.join(runDir, "summary.json"), "utf8"))).model;
-  const base = await loadExperimentModel(model, scratch);
-  const tokenizer = base.tokenizer as RendererTokenizer;
-  const svc = InProcessServiceClient.local([base], scratch, "diagnostic");
-  const bestDir = path.join(runDir, "best");
-  const files = new Map<string, Uint8Array>();
-  for (const name of await readdir(bestDir))
-    files.set(name, new Uint8Array(await readFile(path.join(bestDir, name))));
-  const stored = await svc.store.put("diagnostic/kept", files);
-  const kept = await svc.registry.publish(svc.team, "kept", stored, 0, base.name);
-  const policies = {
-    base: await svc.createSamplingClient({ baseModel: base.name }),
-    kept: await svc.createSamplingClient({ handle: kept.handle }),
-  };
-  const out: Record<string, unknown> = { run: runDir, model };
-  for (const [name, client] of Object.entries(policies))
+  const run = await loadRunPolicies(
+    runDir,
+    ["arithmetic-lora-rl", "arithmetic-full-sft-rl"],
+    scratch,
+    values.model,
+  );
+  const out: Record<string, unknown> = { run: runDir, model: run.model };
+  for (const [name, client] of Object.entries({ base: run.base, kept: run.kept }))
     out[name] = {
-      malformed: await malformedBySplit(client, tokenizer),
+      malformed: await malformedBySplit(client, run.tokenizer),
       shown: Object.fromEntries(
         await Promise.all(
-          shown.map(async (p, i) => [p, await show(client, tokenizer, shownTasks[i] as ArithmeticTask)]),
+          shown.map(async (p, i) => [p, await show(client, run.tokenizer, shownTasks[i] as ArithmeticTask)]),
         ),
       ),
     };
