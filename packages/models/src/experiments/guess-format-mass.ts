@@ -72,7 +72,10 @@ interface GameMass {
 /** Picks an answer in proportion to its probability (they sum to the walked well-formed mass). */
 function pick<T extends { probability: number }>(answers: T[], random: () => number): T | undefined {
   let left = random() * answers.reduce((sum, a) => sum + a.probability, 0);
-  for (const answer of answers) if ((left -= answer.probability) <= 0) return answer;
+  for (const answer of answers) {
+    left -= answer.probability;
+    if (left <= 0) return answer;
+  }
   return answers.at(-1);
 }
 
