@@ -1,4 +1,4 @@
-// node --import tsx packages/models/src/experiments/answer-format-mass.ts <run dir> [--model NAME|DIR] ["<a> <op> <b>" ...]
+// node --import tsx packages/models/src/experiments/answer-format-mass.ts <run dir> [--model NAME|DIR] [--policy best|end] ["<a> <op> <b>" ...]
 // A diagnostic for docs/results.md (what falls short): where a run's malformed
 // arithmetic answers come from, without sampling. For every problem of the
 // environment it walks the policy's own tree of answers (every prefix still
@@ -6,8 +6,9 @@
 // leaving the form (a token after which the answer can no longer parse, as the
 // environment parses it) — the exact chance that a sampled answer is malformed,
 // to within the pruned branches — under the base model and under the run's kept
-// policy (`<run dir>/best/`), by split. The problems named after the run
-// directory are shown along their right answer: the likeliest tokens at each position.
+// policy (`<run dir>/best/`; `--policy end`: the end's, `<run dir>/end/`), by
+// split. The problems named after the run directory are shown along their
+// right answer: the likeliest tokens at each position.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -23,12 +24,17 @@ import {
 } from "@opentinker/envs";
 import { appendTokens, modelInputTokens, type SamplingClient } from "@opentinker/protocol";
 import type { RendererTokenizer } from "@opentinker/sdk";
-import { END, loadRunPolicies, TOP, walkAnswers } from "./answer-tree.ts";
+import { END, loadRunPolicies, parseRunSnapshot, TOP, walkAnswers } from "./answer-tree.ts";
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { model: { type: "string" } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { model: { type: "string" }, policy: { type: "string" } },
+});
 const [runDir, ...shown] = positionals;
 if (!runDir)
-  throw new RangeError('usage: answer-format-mass.ts <run dir> [--model NAME|DIR] ["<a> <op> <b>" ...]');
+  throw new RangeError(
+    'usage: answer-format-mass.ts <run dir> [--model NAME|DIR] [--policy best|end] ["<a> <op> <b>" ...]',
+  );
 
 /** The probability that the policy's answer to `task` is malformed (the sum over its tree of answers). */
 async function malformedProbability(
@@ -100,16 +106,15 @@ async function show(client: SamplingClient, tokenizer: RendererTokenizer, task: 
 
 // Refused before any work: a misspelt problem should not cost the whole walk.
 const shownTasks = shown.map(parseProblem);
+const snapshot = parseRunSnapshot(values.policy);
 const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-form-"));
 try {
-  const run = await loadRunPolicies(
-    runDir,
-    ["arithmetic-lora-rl", "arithmetic-full-sft-rl"],
-    scratch,
-    values.model,
-  );
+  const run = await loadRunPolicies(runDir, ["arithmetic-lora-rl", "arithmetic-full-sft-rl"], scratch, {
+    model: values.model,
+    snapshot,
+  });
   const out: Record<string, unknown> = { run: runDir, model: run.model };
-  for (const [name, client] of Object.entries({ base: run.base, kept: run.kept }))
+  for (const [name, client] of Object.entries({ base: run.base, [run.snapshot]: run.trained }))
     out[name] = {
       malformed: await malformedBySplit(client, run.tokenizer),
       shown: Object.fromEntries(

@@ -1,5 +1,5 @@
 // What the malformed-answer diagnostics share (answer-format-mass.ts for
-// arithmetic, guess-format-mass.ts for guess-number): a run's base and kept
+// arithmetic, guess-format-mass.ts for guess-number): a run's base and trained
 // policies loaded side by side, and the walk over a policy's own tree of
 // integer answers to one context — the exact chance that a sampled answer is
 // malformed (to within the pruned branches) and every well-formed answer with
@@ -73,42 +73,55 @@ export async function walkAnswers(
   return tree;
 }
 
+/** Which of a run's snapshots to read: the kept best (`best/`) or the one the end check measured (`end/`). */
+export type RunSnapshot = "best" | "end";
+
+/** `--policy best|end`, or a RangeError naming what was given. */
+export function parseRunSnapshot(value: string | undefined): RunSnapshot {
+  if (value === undefined || value === "best" || value === "end") return value ?? "best";
+  throw new RangeError(`--policy: "${value}" is not best or end`);
+}
+
 export interface RunPolicies {
   model: string;
   tokenizer: RendererTokenizer;
   base: SamplingClient;
-  /** The run's kept policy (`<run dir>/best/`). */
-  kept: SamplingClient;
+  /** The run's snapshot named by `snapshot` (`<run dir>/<snapshot>/`). */
+  trained: SamplingClient;
+  snapshot: RunSnapshot;
 }
 
 const ZRun = z.object({ setting: z.string(), model: z.string() });
 
 /**
- * The base model and a run's kept policy, served in process from `scratch`.
- * A run on a model directory records only its name: `model` says where it is.
- * A run of a setting not in `settings` is refused by name.
+ * The base model and one of a run's snapshots, served in process from
+ * `scratch`. A run on a model directory records only its name: `model` says
+ * where it is. A run of a setting not in `settings` is refused by name.
  */
 export async function loadRunPolicies(
   runDir: string,
   settings: readonly string[],
   scratch: string,
-  model?: string,
+  options: { model?: string; snapshot?: RunSnapshot } = {},
 ): Promise<RunPolicies> {
   const summary = ZRun.parse(JSON.parse(await readFile(path.join(runDir, "summary.json"), "utf8")));
   if (!settings.includes(summary.setting))
     throw new RangeError(`${runDir} is a run of ${summary.setting}, not of ${settings.join(" or ")}`);
-  const base = await loadExperimentModel(model ?? summary.model, scratch);
+  const model = options.model ?? summary.model;
+  const snapshot = options.snapshot ?? "best";
+  const base = await loadExperimentModel(model, scratch);
   const svc = InProcessServiceClient.local([base], scratch, "diagnostic");
-  const bestDir = path.join(runDir, "best");
+  const dir = path.join(runDir, snapshot);
   const files = new Map<string, Uint8Array>();
-  for (const name of await readdir(bestDir))
-    files.set(name, new Uint8Array(await readFile(path.join(bestDir, name))));
-  const stored = await svc.store.put("diagnostic/kept", files);
-  const kept = await svc.registry.publish(svc.team, "kept", stored, 0, base.name);
+  for (const name of await readdir(dir))
+    files.set(name, new Uint8Array(await readFile(path.join(dir, name))));
+  const stored = await svc.store.put(`diagnostic/${snapshot}`, files);
+  const trained = await svc.registry.publish(svc.team, snapshot, stored, 0, base.name);
   return {
-    model: model ?? summary.model,
+    model,
     tokenizer: base.tokenizer as RendererTokenizer,
     base: await svc.createSamplingClient({ baseModel: base.name }),
-    kept: await svc.createSamplingClient({ handle: kept.handle }),
+    trained: await svc.createSamplingClient({ handle: trained.handle }),
+    snapshot,
   };
 }

@@ -1,9 +1,10 @@
-// node --import tsx packages/models/src/experiments/guess-format-mass.ts <run dir> [--model NAME|DIR] [--ranges 16,8]
+// node --import tsx packages/models/src/experiments/guess-format-mass.ts <run dir> [--model NAME|DIR] [--policy best|end] [--ranges 16,8]
 // A diagnostic for docs/results.md (what falls short): answer-format-mass.ts
 // for guess-number. The chance that a game ends on a malformed guess, under
-// the base model and under the run's kept policy (`<run dir>/best/`), by range
-// (16 is the held-out one) and by what the malformed guess answers (the first
-// turn, `higher` or `lower`). Each turn's chance of a malformed guess is exact
+// the base model and under the run's kept policy (`<run dir>/best/`;
+// `--policy end`: the end's, `<run dir>/end/`), by range (16 is the held-out
+// one) and by what the malformed guess answers (the first turn, `higher` or
+// `lower`). Each turn's chance of a malformed guess is exact
 // (the policy's own tree of answers, as in answer-format-mass.ts); the game's
 // path through its turns is sampled among well-formed guesses, 16 paths per
 // secret with the same random numbers for every policy. A range's figure is
@@ -22,15 +23,15 @@ import {
 } from "@opentinker/envs";
 import type { ModelInput, SamplingClient } from "@opentinker/protocol";
 import type { RendererTokenizer } from "@opentinker/sdk";
-import { loadRunPolicies, PRUNE, walkAnswers } from "./answer-tree.ts";
+import { loadRunPolicies, PRUNE, parseRunSnapshot, walkAnswers } from "./answer-tree.ts";
 
 /** Game paths sampled per secret. */
 const PATHS = 16;
 
-const USAGE = "usage: guess-format-mass.ts <run dir> [--model NAME|DIR] [--ranges 16,8]";
+const USAGE = "usage: guess-format-mass.ts <run dir> [--model NAME|DIR] [--policy best|end] [--ranges 16,8]";
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { model: { type: "string" }, ranges: { type: "string" } },
+  options: { model: { type: "string" }, policy: { type: "string" }, ranges: { type: "string" } },
 });
 const [runDir] = positionals;
 if (!runDir || positionals.length > 1) throw new RangeError(USAGE);
@@ -162,11 +163,15 @@ async function policyMass(client: SamplingClient, tokenizer: RendererTokenizer, 
 }
 
 const ranges = parseRanges(values.ranges);
+const snapshot = parseRunSnapshot(values.policy);
 const scratch = await mkdtemp(path.join(tmpdir(), "opentinker-form-"));
 try {
-  const run = await loadRunPolicies(runDir, ["guess-number-lora-rl"], scratch, values.model);
+  const run = await loadRunPolicies(runDir, ["guess-number-lora-rl"], scratch, {
+    model: values.model,
+    snapshot,
+  });
   const out: Record<string, unknown> = { run: runDir, model: run.model, prune: PRUNE };
-  for (const [name, client] of Object.entries({ base: run.base, kept: run.kept }))
+  for (const [name, client] of Object.entries({ base: run.base, [run.snapshot]: run.trained }))
     out[name] = await policyMass(client, run.tokenizer, ranges);
   console.log(JSON.stringify(out, null, 2));
 } finally {

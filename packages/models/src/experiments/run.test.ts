@@ -48,7 +48,7 @@ async function shortRun(
   }
 }
 
-/** The kept snapshot is the best validation of the run (start, each validation, end), and its files are that snapshot's. */
+/** The kept snapshot is the best validation of the run (start, each validation, end), and its files are that snapshot's; the end's are beside it. */
 async function checkBest(summary: ExperimentSummary) {
   const lines = await readJsonl(summary.files.metrics);
   const validated = lines.map((l) => l[`val/${summary.metric}`]).filter((v) => v !== undefined);
@@ -62,6 +62,14 @@ async function checkBest(summary: ExperimentSummary) {
     );
     if (dir === summary.files.best[0]) expect(checksumFiles(files)).toBe(summary.best.checksum);
   }
+  // The end snapshot beside it: the one the end check measured, the run's last.
+  expect(summary.files.end).toHaveLength(summary.files.best.length);
+  const end = summary.files.end[0] as string;
+  const names = await readdir(end);
+  const files = new Map(
+    await Promise.all(names.map(async (n) => [n, await readFile(path.join(end, n))] as const)),
+  );
+  expect(checksumFiles(files)).toBe(summary.snapshotChecksum);
 }
 
 describe("the experiment runner", () => {

@@ -84,7 +84,15 @@ export interface ExperimentSummary extends RunSummary {
   /** Pair settings: each adapter's result, and whether the first matched its solo rerun. */
   members?: RunSummary[];
   isolation?: { aloneStateSha256: string; aloneSnapshotChecksum: string; identical: boolean };
-  files: { metrics: string; summary: string; plot: string; best: string[]; memberMetrics?: string[] };
+  files: {
+    metrics: string;
+    summary: string;
+    plot: string;
+    best: string[];
+    /** The snapshots the end check measured, one per adapter as `best`. */
+    end: string[];
+    memberMetrics?: string[];
+  };
 }
 
 /** The CPU and the kernels that did the GEMMs (machineInfo's, without its load and library paths). */
@@ -93,13 +101,19 @@ function whereItRan(): ExperimentSummary["machine"] {
   return { cpu, kernels };
 }
 
-/** Writes a run's best snapshot as files in `dir` (what `loadBaseModel`/PEFT tools read). */
-async function keepBest(run: SettingRun, dir: string): Promise<string> {
+/** Writes a snapshot's files in `dir` (what `loadBaseModel`/PEFT tools read). */
+async function writeSnapshot(files: Map<string, Uint8Array>, dir: string): Promise<string> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  for (const [name, bytes] of run.bestFiles) await writeFile(path.join(dir, name), bytes);
+  for (const [name, bytes] of files) await writeFile(path.join(dir, name), bytes);
   return dir;
 }
+
+/** A run's best snapshot in `<out>/best<suffix>/` and its end snapshot in `<out>/end<suffix>/`. */
+const keepSnapshots = async (run: SettingRun, outDir: string, suffix = "") => ({
+  best: await writeSnapshot(run.bestFiles, path.join(outDir, `best${suffix}`)),
+  end: await writeSnapshot(run.endFiles, path.join(outDir, `end${suffix}`)),
+});
 
 export const TINY_RANDOM = "tiny-random";
 
@@ -218,8 +232,8 @@ async function runSingle(s: Setting, c: Common, files: { metrics: string }) {
   const metric = s.metric ?? "reward/mean";
   const sinks = sinksFor(files.metrics, c.options.steps, { quiet: c.options.quiet ?? false, metric });
   const run = await train(c, service(c, "snapshots"), s, fanOut(...sinks));
-  const best = await keepBest(run, path.join(c.options.outDir, "best"));
-  return { summary: run.summary, plot: plotSeries("", run, s.plotted), files: { best: [best] } };
+  const { best, end } = await keepSnapshots(run, c.options.outDir);
+  return { summary: run.summary, plot: plotSeries("", run, s.plotted), files: { best: [best], end: [end] } };
 }
 
 /** Both adapters at once over one base and sampler, then the first alone on a fresh service. */
@@ -239,6 +253,8 @@ async function runPair(pair: PairSetting, c: Common, files: { metrics: string })
     train(c, shared, b, await sinkOf(b, true)),
   ]);
   const alone = await train(c, service(c, "alone"), a, new MemorySink());
+  const keptA = await keepSnapshots(runA, c.options.outDir, `-${a.name}`);
+  const keptB = await keepSnapshots(runB, c.options.outDir, `-${b.name}`);
   const identical =
     alone.summary.stateSha256 === runA.summary.stateSha256 &&
     alone.summary.snapshotChecksum === runA.summary.snapshotChecksum;
@@ -256,10 +272,8 @@ async function runPair(pair: PairSetting, c: Common, files: { metrics: string })
     files: {
       metrics: metricsOf(a),
       memberMetrics: [metricsOf(a), metricsOf(b)],
-      best: [
-        await keepBest(runA, path.join(c.options.outDir, `best-${a.name}`)),
-        await keepBest(runB, path.join(c.options.outDir, `best-${b.name}`)),
-      ],
+      best: [keptA.best, keptB.best],
+      end: [keptA.end, keptB.end],
     },
     plot: [
       ...plotSeries(a.name.split("-")[0] as string, runA),

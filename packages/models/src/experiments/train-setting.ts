@@ -78,6 +78,8 @@ export interface SettingRun {
   summary: RunSummary;
   /** The best snapshot's files (PEFT, or the whole model for a full-parameter policy). */
   bestFiles: Map<string, Uint8Array>;
+  /** The files of the snapshot the end check measured (for diagnosing what the run ended with). */
+  endFiles: Map<string, Uint8Array>;
   metric: string;
   validationStart: number;
   validationAfterSft?: number;
@@ -251,9 +253,9 @@ export async function trainSetting(
     ...validations,
     { step: o.steps, version: endRun.version, value: end.validation?.value ?? 0 },
   ]);
-  const bestRecord = await svc.registry.resolve(
-    formatSamplerHandle({ team: svc.team, adapter: tc.adapterId, version: best.version }),
-  );
+  const snapshot = (version: number) =>
+    svc.registry.resolve(formatSamplerHandle({ team: svc.team, adapter: tc.adapterId, version }));
+  const [bestRecord, endRecord] = [await snapshot(best.version), await snapshot(endRun.version)];
   const summary: RunSummary = {
     setting: s.name,
     metric,
@@ -275,6 +277,7 @@ export async function trainSetting(
   return {
     summary,
     bestFiles: await svc.store.get(bestRecord.path, bestRecord.checksum),
+    endFiles: await svc.store.get(endRecord.path, endRecord.checksum),
     metric,
     validationStart: summary.validationStart,
     ...(afterSft === undefined ? {} : { validationAfterSft: afterSft.value }),
