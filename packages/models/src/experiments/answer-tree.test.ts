@@ -6,7 +6,7 @@ import { ArithmeticEnv, type ArithmeticTask } from "@opentinker/envs";
 import type { RendererTokenizer } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
-import { loadRunPolicies, walkAnswers } from "./answer-tree.ts";
+import { loadRunPolicies, parseRunSnapshot, walkAnswers } from "./answer-tree.ts";
 import { loadExperimentModel } from "./run.ts";
 
 const TASK: ArithmeticTask = { a: 8, b: 3, op: "*", answer: 24 };
@@ -62,5 +62,13 @@ describe("loadRunPolicies", () => {
     await expect(loadRunPolicies(run, ["arithmetic-lora-rl"], scratch)).rejects.toThrow(
       "is a run of nim-selfplay-lora-rl, not of arithmetic-lora-rl",
     );
+  });
+});
+
+describe("parseRunSnapshot", () => {
+  it("reads best (the default) or end, and refuses anything else by name", () => {
+    expect(parseRunSnapshot(undefined)).toBe("best");
+    expect(parseRunSnapshot("end")).toBe("end");
+    expect(() => parseRunSnapshot("last")).toThrow('--policy: "last" is not best or end');
   });
 });
