@@ -13,6 +13,7 @@
         "src/cpu/gemm_dot.cc",
         "src/cpu/gemm_binding.cc",
         "src/cpu/gemm_bf16.cc",
+        "src/cpu/gemm_amx.cc",
         "src/cpu/gemm_bf16_binding.cc",
         "src/cpu/isa.cc",
         "src/cpu/lora.cc",

@@ -6,6 +6,7 @@ import { benchAttentionDecode, benchAttentionPrefill } from "./attention.ts";
 import { benchAttentionTrain } from "./attention-train.ts";
 import { benchDecodeStream } from "./decode-stream.ts";
 import { benchGemm } from "./gemm.ts";
+import { benchGemmBf16 } from "./gemm-bf16.ts";
 import { benchMultiLora } from "./multilora.ts";
 import { benchSample } from "./sample.ts";
 
@@ -15,6 +16,7 @@ const want = (name: string) => !only || only.split(",").includes(name);
 const result = {
   machine: machineInfo(),
   gemm: want("gemm") ? benchGemm() : undefined,
+  gemm_bf16: want("gemm-bf16") ? benchGemmBf16() : undefined,
   decode_stream: want("decode-stream") ? benchDecodeStream() : undefined,
   multilora: want("multilora") ? benchMultiLora() : undefined,
   attention_decode: want("attention") ? benchAttentionDecode() : undefined,

@@ -38,16 +38,22 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// selectIsa("avx2" | "avx512"): forces the kernels' instruction set (the loader
-// calls it once, before any kernel runs, for OPENTINKER_KERNELS_ISA).
+// selectIsa("avx2" | "avx512" | "amx"): forces the kernels' instruction set (the
+// loader calls it once, before any kernel runs, for OPENTINKER_KERNELS_ISA).
 Napi::Value SelectIsa(const Napi::CallbackInfo& info) {
   ot::Args a{info, "selectIsa"};
   a.expect_count(1);
   const std::string name = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-  if (name != "avx2" && name != "avx512") ot::throw_range(a.env(), a.op, "isa", "must be \"avx2\" or \"avx512\"");
-  if (!ot::select_isa(name == "avx512" ? ot::Isa::Avx512 : ot::Isa::Avx2)) {
+  if (name != "avx2" && name != "avx512" && name != "amx") {
+    ot::throw_range(a.env(), a.op, "isa", "must be \"avx2\", \"avx512\" or \"amx\"");
+  }
+  const ot::Isa isa = name == "amx" ? ot::Isa::Amx : name == "avx512" ? ot::Isa::Avx512 : ot::Isa::Avx2;
+  if (!ot::select_isa(isa)) {
     ot::throw_range(a.env(), a.op, "isa",
-                    "\"avx512\" needs a CPU with AVX-512 F, BW, DQ and VL, and this one lacks them");
+                    isa == ot::Isa::Amx
+                        ? "\"amx\" needs a CPU with AMX-TILE, AMX-BF16 and AVX-512 (F, BW, DQ, VL, BF16) whose "
+                          "kernel lets this process use the tiles, and this one lacks them"
+                        : "\"avx512\" needs a CPU with AVX-512 F, BW, DQ and VL, and this one lacks them");
   }
   return info.Env().Undefined();
 }

@@ -2,7 +2,7 @@
 // package depends on nothing but its native build tools (no zod).
 
 /** The instruction sets the addon's own kernels have a path for. */
-export const KERNELS_ISAS = ["avx2", "avx512"] as const;
+export const KERNELS_ISAS = ["avx2", "avx512", "amx"] as const;
 export type KernelsIsa = (typeof KERNELS_ISAS)[number];
 
 export interface KernelsEnv {
@@ -10,7 +10,8 @@ export interface KernelsEnv {
   OPENTINKER_KERNELS_ADDON?: string;
   /**
    * Forces the kernels' instruction set (default: the best the CPU has), e.g. to
-   * test the AVX2 path on an AVX-512 machine.
+   * test the AVX2 path on an AVX-512 machine. "amx" is "avx512" plus Intel's AMX
+   * tiles for products over packed bf16 weights.
    */
   OPENTINKER_KERNELS_ISA?: KernelsIsa;
   /**

@@ -8,7 +8,7 @@ import { type Bf16Array, embeddingBf16, linearBackwardInputBf16, linearBf16 } fr
 import { randomF32, rng } from "./test-utils.ts";
 
 export interface Bf16Report {
-  /** The instruction set the addon ran ("avx2" or "avx512"). */
+  /** The instruction set the addon ran ("avx2", "avx512" or "amx"). */
   isa: string | undefined;
   /** Per case, the worst |got − f64 reference| beyond the tolerance (≤ 0: within it). */
   accuracy: { name: string; excess: number }[];
@@ -171,17 +171,19 @@ function invarianceCases(): Bf16Report["invariant"] {
       );
     out.push({ name: `backward rows of [${m}, ${n}]·[${n}, ${k}]`, same: sameBits(dxAll, dxAlone) });
   }
-  out.push(...packedCases(random));
   return out;
 }
 
 /**
- * A bf16 weight packed once (the sampler's): at every number of rows, the bits
- * of the f32 batch-invariant product over the widened weight, overwriting or
- * accumulating. k past a K block (256), n with a partial panel on both paths.
+ * A bf16 weight packed once (the sampler's). On the FMA paths: at every number
+ * of rows, the bits of the f32 batch-invariant product over the widened weight,
+ * overwriting or accumulating. On the "amx" path (its own sums, gemm_amx.h):
+ * the first m rows alone are the bits of the same rows in a 300-row product,
+ * and that product is within the f32 tolerance of an f64 reference. k past a K
+ * block (256) and not a multiple of 32, n with a partial panel on every path.
  */
-function packedCases(random: () => number): Bf16Report["invariant"] {
-  const out: Bf16Report["invariant"] = [];
+function packedCases(random: () => number, amx: boolean): Pick<Bf16Report, "accuracy" | "invariant"> {
+  const out: Pick<Bf16Report, "accuracy" | "invariant"> = { accuracy: [], invariant: [] };
   for (const [k, n] of [
     [257, 100],
     [700, 37],
@@ -191,15 +193,26 @@ function packedCases(random: () => number): Bf16Report["invariant"] {
     const wide = widenBf16(w);
     const packed = packWeight(w, n, k);
     const x = randomF32(300 * k, random);
-    for (const m of [1, 2, 7, 13, 64, 300]) {
-      for (const accumulate of [false, true]) {
-        const start = randomF32(m * n, random);
-        const expected = Float32Array.from(start);
-        linear(x.subarray(0, m * k), wide, expected, m, k, n, accumulate, "rows");
-        const got = Float32Array.from(start);
+    for (const accumulate of [false, true]) {
+      const start = randomF32(300 * n, random);
+      const all = Float32Array.from(start);
+      linearPacked(x, packed, all, 300, accumulate);
+      if (amx) {
+        out.accuracy.push({
+          name: `packed bf16 [300, ${k}]·[${n}, ${k}]ᵀ accumulate=${accumulate} (amx)`,
+          excess: worstExcess(all, refForward(x, wide, accumulate ? start : null, 300, k, n), tolerance(k)),
+        });
+      }
+      for (const m of [1, 2, 7, 13, 64, 300]) {
+        const expected = Float32Array.from(start.subarray(0, m * n));
+        if (amx) expected.set(all.subarray(0, m * n));
+        else linear(x.subarray(0, m * k), wide, expected, m, k, n, accumulate, "rows");
+        const got = Float32Array.from(start.subarray(0, m * n));
         linearPacked(x.subarray(0, m * k), packed, got, m, accumulate);
-        out.push({
-          name: `packed bf16 [${m}, ${k}]·[${n}, ${k}]ᵀ accumulate=${accumulate} = f32 rows over the widened weight`,
+        out.invariant.push({
+          name: amx
+            ? `packed bf16 [${m}, ${k}]·[${n}, ${k}]ᵀ accumulate=${accumulate} = those rows of [300, ${k}] (amx)`
+            : `packed bf16 [${m}, ${k}]·[${n}, ${k}]ᵀ accumulate=${accumulate} = f32 rows over the widened weight`,
           same: sameBits(got, expected),
         });
       }
@@ -209,7 +222,13 @@ function packedCases(random: () => number): Bf16Report["invariant"] {
 }
 
 export function bf16KernelReport(): Bf16Report {
-  return { isa: kernelInfo().isa, accuracy: accuracyCases(), invariant: invarianceCases() };
+  const isa = kernelInfo().isa;
+  const packed = packedCases(rng(11), isa === "amx");
+  return {
+    isa,
+    accuracy: [...accuracyCases(), ...packed.accuracy],
+    invariant: [...invarianceCases(), ...packed.invariant],
+  };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

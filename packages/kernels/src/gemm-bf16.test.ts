@@ -21,7 +21,7 @@ describe("bf16-weight kernels", () => {
   });
 
   // Each instruction set forced in a child process (the AVX2 path on an AVX-512 machine too).
-  for (const isa of ["avx2", "avx512"] as const) {
+  for (const isa of ["avx2", "avx512", "amx"] as const) {
     it(`the same holds with OPENTINKER_KERNELS_ISA=${isa}`, (context) => {
       let stdout: string;
       try {
@@ -31,8 +31,8 @@ describe("bf16-weight kernels", () => {
         });
       } catch (error) {
         const stderr = String((error as { stderr?: unknown }).stderr ?? "");
-        // A CPU without AVX-512 refuses the forced path: nothing to test there.
-        if (isa === "avx512" && /this one lacks them/.test(stderr)) context.skip();
+        // A CPU without AVX-512 (or AMX) refuses the forced path: nothing to test there.
+        if (isa !== "avx2" && /this one lacks them/.test(stderr)) context.skip();
         throw error;
       }
       const report = JSON.parse(stdout) as Bf16Report;

@@ -1,7 +1,8 @@
 // The kernels' instruction-set paths (src/cpu/isa.h). A plain run takes the CPU's
-// best path; these tests check the OPENTINKER_KERNELS_ISA switch, that both paths
-// give the same bits where the CPU has both, and rerun every kernel test with the
-// other path forced (the AVX2 path on an AVX-512 machine).
+// best path; these tests check the OPENTINKER_KERNELS_ISA switch, that the paths
+// give the same f32 bits where the CPU has several, and rerun every kernel test
+// with each lesser path forced (the AVX2 path on an AVX-512 machine; on an AMX
+// machine also the AVX-512 path, whose bf16 products differ from AMX's).
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,7 +25,7 @@ function runWith(isa: string, body: string) {
 // Inside a forced run (the rerun below) there is nothing more to check here.
 const forced = readKernelsEnv().OPENTINKER_KERNELS_ISA;
 const best = kernelInfo().isa;
-const paths = best === "avx512" ? ["avx2", "avx512"] : ["avx2"];
+const paths = best === "amx" ? ["avx2", "avx512", "amx"] : best === "avx512" ? ["avx2", "avx512"] : ["avx2"];
 
 describe.skipIf(forced !== undefined || best === undefined)("instruction-set paths", () => {
   for (const isa of paths) {
@@ -33,7 +34,7 @@ describe.skipIf(forced !== undefined || best === undefined)("instruction-set pat
       expect(run.stderr).toBe("");
       const info = JSON.parse(run.stdout) as { isa: string; simd: string };
       expect(info.isa).toBe(isa);
-      expect(info.simd).toBe(isa === "avx512" ? "avx512" : "avx2+fma");
+      expect(info.simd).toBe(isa === "avx2" ? "avx2+fma" : "avx512");
     });
   }
 
@@ -41,19 +42,27 @@ describe.skipIf(forced !== undefined || best === undefined)("instruction-set pat
     const run = runWith("avx9", "kernels.kernelInfo();");
     expect(run.status).not.toBe(0);
     expect(run.stderr).toContain(
-      'OPENTINKER_KERNELS_ISA must be one of avx2, avx512 (or unset for the CPU\'s best), got "avx9"',
+      'OPENTINKER_KERNELS_ISA must be one of avx2, avx512, amx (or unset for the CPU\'s best), got "avx9"',
     );
   });
 
-  it.skipIf(best === "avx512")("refuses OPENTINKER_KERNELS_ISA=avx512 on a CPU without AVX-512", () => {
+  it.skipIf(best !== "avx2")("refuses OPENTINKER_KERNELS_ISA=avx512 on a CPU without AVX-512", () => {
     const run = runWith("avx512", "kernels.kernelInfo();");
     expect(run.status).not.toBe(0);
     expect(run.stderr).toMatch(/OPENTINKER_KERNELS_ISA=avx512 cannot be used here: .*lacks them/);
   });
 
-  // Both tiles sum each element in one order (gemm_microkernel.h), so the paths agree bit for bit.
+  it.skipIf(best === "amx")("refuses OPENTINKER_KERNELS_ISA=amx on a CPU (or kernel) without AMX", () => {
+    const run = runWith("amx", "kernels.kernelInfo();");
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toMatch(
+      /OPENTINKER_KERNELS_ISA=amx cannot be used here: .*AMX-TILE, AMX-BF16.*lacks them/,
+    );
+  });
+
+  // Every tile sums each element in one order (gemm_microkernel.h), so the paths agree bit for bit.
   it.skipIf(paths.length < 2)(
-    "the batch-invariant, prepacked and own GEMMs give the same bits on both paths",
+    "the batch-invariant, prepacked and own GEMMs give the same bits on every path",
     () => {
       const body = `
       const { createHash } = await import("node:crypto");
@@ -77,16 +86,16 @@ describe.skipIf(forced !== undefined || best === undefined)("instruction-set pat
         }
       }
       process.stdout.write(hash.digest("hex"));`;
-      const [avx2, avx512] = paths.map((isa) => runWith(isa, body));
+      const [avx2, ...wider] = paths.map((isa) => runWith(isa, body));
       expect(avx2?.stderr).toBe("");
       expect(avx2?.stdout).toMatch(/^[0-9a-f]{64}$/);
-      expect(avx512?.stdout).toBe(avx2?.stdout);
+      for (const run of wider) expect(run.stdout).toBe(avx2?.stdout);
     },
   );
 
-  it.skipIf(paths.length < 2)(
-    "every kernel test passes with the AVX2 path forced",
-    () => {
+  // Every path below the best, each in its own rerun of the whole suite.
+  for (const isa of paths.slice(0, -1)) {
+    it(`every kernel test passes with OPENTINKER_KERNELS_ISA=${isa} forced`, () => {
       const vitest = path.resolve(PACKAGE_DIR, "../../node_modules/vitest/vitest.mjs");
       const run = spawnSync(
         process.execPath,
@@ -94,15 +103,14 @@ describe.skipIf(forced !== undefined || best === undefined)("instruction-set pat
         {
           cwd: PACKAGE_DIR,
           encoding: "utf8",
-          env: { ...process.env, OPENTINKER_KERNELS_ISA: "avx2", NO_COLOR: "1", FORCE_COLOR: "0" },
+          env: { ...process.env, OPENTINKER_KERNELS_ISA: isa, NO_COLOR: "1", FORCE_COLOR: "0" },
         },
       );
       if (run.status !== 0)
         expect.fail(
-          `the kernels' tests failed on the AVX2 path:\n${run.stdout.slice(-4000)}${run.stderr.slice(-2000)}`,
+          `the kernels' tests failed on the ${isa} path:\n${run.stdout.slice(-4000)}${run.stderr.slice(-2000)}`,
         );
       expect(run.stdout).toMatch(/Tests\s+\d+ passed/);
-    },
-    900_000,
-  );
+    }, 900_000);
+  }
 });

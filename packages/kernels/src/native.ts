@@ -23,13 +23,13 @@ export interface AddonInfo {
   /**
    * The instruction set the addon's own kernels run on, chosen when it loads:
    * "avx512", "avx2+fma" (forced by OPENTINKER_KERNELS_ISA, or the CPU's best), or
-   * "scalar" on a CPU that is not x86-64.
+   * "scalar" on a CPU that is not x86-64 ("avx512" on the "amx" path too).
    */
   simd: string;
   /** The kernels' path on x86-64 (absent elsewhere): what OPENTINKER_KERNELS_ISA forces. */
   isa?: KernelsIsa;
   threads: number;
-  /** The panel width of weights packed on this path (packWeight): 16 on AVX2, 32 on AVX-512. */
+  /** The panel width of f32 weights packed on this path (packWeight): 16 on AVX2, 32 on AVX-512. */
   packedNr: number;
 }
 

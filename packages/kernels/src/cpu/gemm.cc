@@ -74,7 +74,7 @@ bool blas_is_current() {
     return true;
   }();
   static const bool avx512 = core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
-  return active_isa() == Isa::Avx512 ? avx512 : avx2;
+  return uses_avx512(active_isa()) ? avx512 : avx2;
 }
 #endif
 
@@ -128,7 +128,7 @@ const char* blas_core() {
 
 const char* simd_name() {
 #ifdef OT_AVX2
-  return active_isa() == Isa::Avx512 ? "avx512" : "avx2+fma";
+  return uses_avx512(active_isa()) ? "avx512" : "avx2+fma";
 #else
   return "scalar";
 #endif

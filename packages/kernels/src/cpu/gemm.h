@@ -54,8 +54,12 @@ void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float* x, const float
  * The same for a bf16 weight: the panels hold bf16 pairs (slot 2l: column l,
  * slot 2l + 1: column l + NR/2, so one 32-bit lane widens exactly into both
  * halves of a panel row). Same floats(n, k) count of elements; the product's
- * bits equal gemm_prepacked over the widened weight.
+ * bits equal gemm_prepacked over the widened weight. On the AMX path instead
+ * gemm_amx.h's layout and product (f32 accuracy, other bits): the panel width
+ * and the length come from packed_weight_bf16_nr and _elements.
  */
+int packed_weight_bf16_nr();
+int64_t packed_weight_bf16_elements(int64_t n, int64_t k);
 void pack_weight_bf16(const uint16_t* w, int64_t n, int64_t k, uint16_t* out);
 void gemm_prepacked_bf16(int64_t m, int64_t n, int64_t k, const float* x, const uint16_t* packed, bool accumulate,
                          float* y);

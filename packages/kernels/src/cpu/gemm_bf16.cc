@@ -4,7 +4,9 @@
 // a shift and a mask: exact, no shuffle) and accumulate with f32 FMA, so
 // activations keep their full precision. vdpbf16ps
 // (AVX512_BF16) would round the activations to bf16 too, which is why it is not
-// used. active_isa() picks the set at run time.
+// used (the AMX path keeps their precision by splitting them into three bf16
+// parts, gemm_amx.h; only the sampler's packed products take it). active_isa()
+// picks the set at run time.
 #include "gemm_bf16.h"
 
 #include <algorithm>
@@ -163,7 +165,7 @@ namespace {
 
 const Kernels& kernels() {
 #ifdef OT_BF16_X86
-  return active_isa() == Isa::Avx512 ? avx512::kKernels : avx2::kKernels;
+  return uses_avx512(active_isa()) ? avx512::kKernels : avx2::kKernels;
 #else
   return scalar::kKernels;
 #endif

@@ -51,25 +51,40 @@ const uint16_t* bf16_arg(const Args& a, size_t i, const char* name, int64_t leng
   return a.typed<uint16_t, napi_uint16_array>(i, name, "Uint16Array (bfloat16 bits)", length);
 }
 
-void check_nr(const Args& a, int64_t nr, const char* why) {
-  if (nr != packed_weight_nr()) {
-    throw_range(a.env(), a.op, "nr",
-                "must be " + std::to_string(packed_weight_nr()) + " (" + why + "), got " + std::to_string(nr));
+void check_nr(const Args& a, int64_t nr, int expected, const char* why) {
+  if (nr != expected) {
+    throw_range(a.env(), a.op, "nr", "must be " + std::to_string(expected) + " (" + why + "), got " + std::to_string(nr));
   }
 }
 
-// packWeight(w, n, k, nr, out): W [n, k] into out [packed_weight_floats(n, k)], panels of nr columns;
-//   w and out both Float32Array, or both Uint16Array (bf16 bits). nr must be the active instruction
-//   set's (info().packedNr): a pack is for this process's path.
+// packedLayout(n, k, bf16) → { nr, length }: the panel width and element count of W [n, k]
+//   packed by packWeight on this process's path, for an f32 or (bf16 = true) a bf16 weight.
+Napi::Value PackedLayout(const Napi::CallbackInfo& info) {
+  const Args a{info, "packedLayout"};
+  a.expect_count(3);
+  const int64_t n = a.dim(0, "n", 0, kMaxDim);
+  const int64_t k = a.dim(1, "k", 0, kMaxDim);
+  const bool bf16 = a.boolean(2, "bf16");
+  Napi::Object out = Napi::Object::New(a.env());
+  out.Set("nr", bf16 ? packed_weight_bf16_nr() : packed_weight_nr());
+  out.Set("length", static_cast<double>(bf16 ? packed_weight_bf16_elements(n, k) : packed_weight_floats(n, k)));
+  return out;
+}
+
+// packWeight(w, n, k, nr, out): W [n, k] into out (packedLayout's length), panels of nr columns;
+//   w and out both Float32Array, or both Uint16Array (bf16 bits). nr must be packedLayout's:
+//   a pack is for this process's path.
 void PackWeight(const Args& a) {
   const int64_t n = a.dim(1, "n", 0, kMaxDim);
   const int64_t k = a.dim(2, "k", 0, kMaxDim);
-  check_nr(a, a.dim(3, "nr"), "the active instruction set's panel width");
+  const int64_t nr = a.dim(3, "nr");
   if (is_bf16(a, 0)) {
+    check_nr(a, nr, packed_weight_bf16_nr(), "the active instruction set's bf16 panel width");
     const uint16_t* w = bf16_arg(a, 0, "w", n * k);
-    auto* out = const_cast<uint16_t*>(bf16_arg(a, 4, "out", packed_weight_floats(n, k)));
+    auto* out = const_cast<uint16_t*>(bf16_arg(a, 4, "out", packed_weight_bf16_elements(n, k)));
     return pack_weight_bf16(w, n, k, out);
   }
+  check_nr(a, nr, packed_weight_nr(), "the active instruction set's panel width");
   const float* w = a.f32(0, "w", n * k);
   float* out = a.f32(4, "out", packed_weight_floats(n, k));
   pack_weight(w, n, k, out);
@@ -81,13 +96,16 @@ void LinearPacked(const Args& a) {
   const int64_t m = a.dim(3, "rows", 0, kMaxDim);
   const int64_t n = a.dim(4, "dOut", 0, kMaxDim);
   const int64_t k = a.dim(5, "dIn", 0, kMaxDim);
-  check_nr(a, a.dim(6, "nr"), "the weight was packed for another instruction set");
+  const int64_t nr = a.dim(6, "nr");
+  const char* why = "the weight was packed for another instruction set";
   const float* x = a.f32(0, "x", m * k);
   float* y = a.f32(2, "y", m * n);
   const bool accumulate = a.boolean(7, "accumulate");
   if (is_bf16(a, 1)) {
-    return gemm_prepacked_bf16(m, n, k, x, bf16_arg(a, 1, "packed", packed_weight_floats(n, k)), accumulate, y);
+    check_nr(a, nr, packed_weight_bf16_nr(), why);
+    return gemm_prepacked_bf16(m, n, k, x, bf16_arg(a, 1, "packed", packed_weight_bf16_elements(n, k)), accumulate, y);
   }
+  check_nr(a, nr, packed_weight_nr(), why);
   gemm_prepacked(m, n, k, x, a.f32(1, "packed", packed_weight_floats(n, k)), accumulate, y);
 }
 
@@ -95,6 +113,9 @@ constexpr Op kOps[] = {{"gemm", 11, Gemm}, {"packWeight", 5, PackWeight}, {"line
 
 }  // namespace
 
-void register_gemm(Napi::Env env, Napi::Object exports) { export_ops(env, exports, kOps); }
+void register_gemm(Napi::Env env, Napi::Object exports) {
+  export_ops(env, exports, kOps);
+  exports.Set("packedLayout", Napi::Function::New(env, PackedLayout, "packedLayout"));  // returns { nr, length }
+}
 
 }  // namespace ot

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gemm.h"
+#include "gemm_amx.h"
 #include "gemm_microkernel.h"
 #include "gemm_parts.h"
 #include "isa.h"
@@ -53,7 +54,7 @@ struct Kernel {
 Kernel kernel_for(Isa isa) {
   using namespace gemm_tile;
 #ifdef OT_AVX2
-  if (isa == Isa::Avx512) return {kAvx512MR, kAvx512NR, kAvx512Tiles, kAvx512Wide, kAvx512Bf16Tiles, kAvx512Bf16Wide};
+  if (uses_avx512(isa)) return {kAvx512MR, kAvx512NR, kAvx512Tiles, kAvx512Wide, kAvx512Bf16Tiles, kAvx512Bf16Wide};
   return {kAvx2MR, kAvx2NR, kAvx2Tiles, kAvx2Wide, kAvx2Bf16Tiles, kAvx2Bf16Wide};
 #else
   (void)isa;
@@ -363,7 +364,14 @@ void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float* x, const float
   run_packed(g, packed, nullptr);
 }
 
+int packed_weight_bf16_nr() { return active_isa() == Isa::Amx ? kAmxPanelColumns : packed_weight_nr(); }
+
+int64_t packed_weight_bf16_elements(int64_t n, int64_t k) {
+  return active_isa() == Isa::Amx ? amx_packed_elements(n, k) : packed_weight_floats(n, k);
+}
+
 void pack_weight_bf16(const uint16_t* w, int64_t n, int64_t k, uint16_t* out) {
+  if (active_isa() == Isa::Amx) return amx_pack_weight(w, n, k, out);
   const int64_t nr = packed_weight_nr(), half = nr / 2;
   const int64_t panels = (n + nr - 1) / nr;
   parallel_for(panels, grain_for(panels), [&](int64_t p0, int64_t p1) {
@@ -386,6 +394,7 @@ void gemm_prepacked_bf16(int64_t m, int64_t n, int64_t k, const float* x, const 
   if (m == 0 || n == 0) return;
   const GemmArgs g = gemm_args(false, true, m, n, k, 1.0f, x, k, nullptr, k, accumulate ? 1.0f : 0.0f, y, n);
   if (k == 0) return gemm_scale_c(g);
+  if (active_isa() == Isa::Amx) return amx_gemm_prepacked(m, n, k, x, packed, accumulate, y);
   run_packed(g, nullptr, packed);
 }
 

@@ -1,22 +1,32 @@
 // The instruction set the kernels run on, chosen once when the addon loads: the
 // addon is compiled for x86-64 with AVX2+FMA (the baseline every supported CPU
 // has), and the AVX-512 kernels live in functions compiled for that target and
-// called only when active_isa() says so. OPENTINKER_KERNELS_ISA (read in
-// src/env.ts) forces a path through select_isa().
+// called only when active_isa() says so. Amx is Avx512 plus Intel's AMX tiles,
+// which only the products over a bf16 weight packed once use (gemm_amx.h).
+// OPENTINKER_KERNELS_ISA (read in src/env.ts) forces a path through select_isa().
 #pragma once
 
 namespace ot {
 
-enum class Isa { Avx2, Avx512 };
+enum class Isa { Avx2, Avx512, Amx };
+
+/** Whether `isa` runs the AVX-512 kernels (Avx512, and Amx for everything but its tiles). */
+inline bool uses_avx512(Isa isa) { return isa != Isa::Avx2; }
 
 /** The path the kernels take: the best the CPU has, unless select_isa() forced one. */
 Isa active_isa();
 
-/** True only when active_isa() is Avx512 and the CPU has AVX512_BF16 (vdpbf16ps). */
+/** True only when active_isa() runs AVX-512 and the CPU has AVX512_BF16 (vdpbf16ps). */
 bool cpu_has_avx512bf16();
 
 /** Whether the CPU has the AVX-512 subsets the Avx512 kernels use (F, BW, DQ, VL). */
 bool cpu_has_avx512();
+
+/**
+ * Whether the CPU has AMX-TILE and AMX-BF16 and Linux let this process use the
+ * tile data (arch_prctl ARCH_REQ_XCOMP_PERM; asked once, on first call).
+ */
+bool cpu_has_amx();
 
 /**
  * Forces the path (called by the loader before any kernel runs). Returns false,
@@ -24,7 +34,7 @@ bool cpu_has_avx512();
  */
 bool select_isa(Isa isa);
 
-/** "avx2" or "avx512": the name OPENTINKER_KERNELS_ISA and info().isa use. */
+/** "avx2", "avx512" or "amx": the name OPENTINKER_KERNELS_ISA and info().isa use. */
 const char* isa_name(Isa isa);
 
 }  // namespace ot

@@ -28,6 +28,8 @@ export type GemmArgs<V = Float32Array> = [
 
 export interface GemmBinding {
   gemm(...args: [...GemmArgs, backend: GemmBackend]): void;
+  /** The panel width and element count of W [n, k] packed on this process's path (bf16: a bf16 weight). */
+  packedLayout(n: number, k: number, bf16: boolean): { nr: number; length: number };
   packWeight<W extends WeightArray>(w: W, n: number, k: number, nr: number, out: W): void;
   linearPacked(
     x: Float32Array,
@@ -126,7 +128,8 @@ export function linearBackwardWeight(
  * kernel's panels (of `nr` columns, the instruction set's tile width), so a
  * decode step multiplies by it without repacking it and reads it as long
  * sequential streams. For this process only: another instruction set packs
- * differently. bf16 panels widen exactly as they load.
+ * differently. bf16 panels widen exactly as they load, except on the "amx"
+ * path, whose tiles take the weight as it is (packedLayout says the size).
  */
 export interface PackedWeight {
   readonly dOut: number;
@@ -138,17 +141,17 @@ export interface PackedWeight {
 /** Packs w [dOut, dIn] for linearPacked (a copy in w's dtype: w is left as it is). */
 export function packWeight(w: WeightArray, dOut: number, dIn: number): PackedWeight {
   const native = loadNative();
-  const nr = native.info().packedNr;
-  const size = Math.ceil(dOut / nr) * nr * dIn;
-  const panels = isBf16(w) ? new Uint16Array(size) : new Float32Array(size);
+  const { nr, length } = native.packedLayout(dOut, dIn, isBf16(w));
+  const panels = isBf16(w) ? new Uint16Array(length) : new Float32Array(length);
   native.packWeight(w, dOut, dIn, nr, panels);
   return { dOut, dIn, nr, panels };
 }
 
 /**
- * y[rows, dOut] (+)= x[rows, dIn] · wᵀ over a packed weight: the same bits as
- * linear(…, "rows") on the unpacked (for bf16: widened) weight, whatever the
- * number of rows.
+ * y[rows, dOut] (+)= x[rows, dIn] · wᵀ over a packed weight, whatever the number
+ * of rows the same bits for a row: those of linear(…, "rows") on the unpacked
+ * (for bf16: widened) weight, except bf16 on the "amx" path (f32 accuracy, its
+ * own bits: src/cpu/gemm_amx.h).
  */
 export function linearPacked(
   x: Float32Array,
