@@ -22,7 +22,7 @@ export interface LinearParams {
   dOut: number;
   /** Frozen: f32 or bf16; trainable (full-parameter): always f32. */
   weight: WeightArray; // [dOut, dIn]
-  /** The frozen f32 weight packed once for the sampler's batch-invariant product (sampler/packed-params.ts). */
+  /** The frozen weight (f32 or bf16) packed once for the sampler's batch-invariant product (sampler/packed-params.ts). */
   packed?: PackedWeight;
   bias?: Float32Array; // [dOut]
   /** Present when the weight trains (full-parameter). */
