@@ -213,6 +213,26 @@ describe("gemm", () => {
       native.linearPacked(new Float32Array(3), packed.panels, y, 1, 40, 4, packedNr, false),
     ).toThrow(/linearPacked: x has length 3, expected 4/);
   });
+
+  // The AMX path packs bf16 weights in its own tiles: 16 columns, k padded to 32.
+  it("packedLayout says each dtype's panel width and length on this path, and packWeight holds to it", () => {
+    const native = loadNative();
+    const { packedNr, isa } = kernelInfo();
+    expect(native.packedLayout(40, 3, false)).toEqual({
+      nr: packedNr,
+      length: Math.ceil(40 / packedNr) * packedNr * 3,
+    });
+    const bf16 = native.packedLayout(40, 33, true);
+    if (isa === "amx") expect(bf16).toEqual({ nr: 16, length: 48 * 64 });
+    else expect(bf16).toEqual({ nr: packedNr, length: Math.ceil(40 / packedNr) * packedNr * 33 });
+    const w = new Uint16Array(40 * 33);
+    expect(packWeight(w, 40, 33).panels.length).toBe(bf16.length);
+    expect(() => native.packWeight(w, 40, 33, bf16.nr, new Uint16Array(bf16.length - 1))).toThrow(
+      new RangeError(`packWeight: out has length ${bf16.length - 1}, expected ${bf16.length}`),
+    );
+    expect(() => native.packedLayout(-1, 3, true)).toThrow(/packedLayout: n/);
+    expect(() => Reflect.apply(native.packedLayout, native, [40, 3, "yes"])).toThrow(/packedLayout: bf16/);
+  });
 });
 
 describe.skipIf(kernelInfo().blas === null)("auto and an OpenBLAS older than the CPU", () => {
