@@ -46,8 +46,8 @@ bool detect_amx() { return false; }
 
 struct Cpu {
   bool avx512 = detect_avx512();
-  bool avx512bf16 = avx512 && detect_avx512bf16();
-  bool amx = avx512bf16 && detect_amx();
+  // The AMX path also splits activations with AVX512_BF16's conversions.
+  bool amx = avx512 && detect_avx512bf16() && detect_amx();
 };
 
 // Probed once, on first use (function-local statics: safe from any translation
@@ -70,8 +70,6 @@ std::atomic<Isa>& chosen() {
 Isa active_isa() { return chosen().load(std::memory_order_relaxed); }
 
 bool cpu_has_avx512() { return cpu().avx512; }
-
-bool cpu_has_avx512bf16() { return cpu().avx512bf16 && uses_avx512(active_isa()); }
 
 bool cpu_has_amx() { return cpu().amx; }
 

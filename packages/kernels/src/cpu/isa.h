@@ -16,9 +16,6 @@ inline bool uses_avx512(Isa isa) { return isa != Isa::Avx2; }
 /** The path the kernels take: the best the CPU has, unless select_isa() forced one. */
 Isa active_isa();
 
-/** True only when active_isa() runs AVX-512 and the CPU has AVX512_BF16 (vdpbf16ps). */
-bool cpu_has_avx512bf16();
-
 /** Whether the CPU has the AVX-512 subsets the Avx512 kernels use (F, BW, DQ, VL). */
 bool cpu_has_avx512();
 
