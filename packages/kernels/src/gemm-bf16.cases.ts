@@ -178,8 +178,9 @@ function invarianceCases(): Bf16Report["invariant"] {
  * A bf16 weight packed once (the sampler's). On the FMA paths: at every number
  * of rows, the bits of the f32 batch-invariant product over the widened weight,
  * overwriting or accumulating. On the "amx" path (its own sums, gemm_amx.h):
- * the first m rows alone are the bits of the same rows in a 300-row product,
- * and that product is within the f32 tolerance of an f64 reference. k past a K
+ * m rows alone (from row 0 or row 3, so a row lands elsewhere in its tile) are
+ * the bits of the same rows in a 300-row product, and that product is within
+ * the f32 tolerance of an f64 reference. k past a K
  * block (256) and not a multiple of 32, n with a partial panel on every path.
  */
 function packedCases(random: () => number, amx: boolean): Pick<Bf16Report, "accuracy" | "invariant"> {
@@ -203,15 +204,26 @@ function packedCases(random: () => number, amx: boolean): Pick<Bf16Report, "accu
           excess: worstExcess(all, refForward(x, wide, accumulate ? start : null, 300, k, n), tolerance(k)),
         });
       }
-      for (const m of [1, 2, 7, 13, 64, 300]) {
-        const expected = Float32Array.from(start.subarray(0, m * n));
-        if (amx) expected.set(all.subarray(0, m * n));
-        else linear(x.subarray(0, m * k), wide, expected, m, k, n, accumulate, "rows");
-        const got = Float32Array.from(start.subarray(0, m * n));
-        linearPacked(x.subarray(0, m * k), packed, got, m, accumulate);
+      // Rows from 3 on sit elsewhere in their tiles than in the 300-row product.
+      for (const [from, m] of [
+        [0, 1],
+        [0, 2],
+        [3, 1],
+        [3, 7],
+        [0, 13],
+        [3, 64],
+        [0, 300],
+      ] as const) {
+        const rows = [from * n, (from + m) * n] as const;
+        const xs = x.subarray(from * k, (from + m) * k);
+        const expected = Float32Array.from(start.subarray(...rows));
+        if (amx) expected.set(all.subarray(...rows));
+        else linear(xs, wide, expected, m, k, n, accumulate, "rows");
+        const got = Float32Array.from(start.subarray(...rows));
+        linearPacked(xs, packed, got, m, accumulate);
         out.invariant.push({
           name: amx
-            ? `packed bf16 [${m}, ${k}]·[${n}, ${k}]ᵀ accumulate=${accumulate} = those rows of [300, ${k}] (amx)`
+            ? `packed bf16 rows [${from}, ${from + m}) of [300, ${k}]·[${n}, ${k}]ᵀ alone, accumulate=${accumulate} = in the batch (amx)`
             : `packed bf16 [${m}, ${k}]·[${n}, ${k}]ᵀ accumulate=${accumulate} = f32 rows over the widened weight`,
           same: sameBits(got, expected),
         });
