@@ -1,4 +1,4 @@
-import type { KernelsIsa } from "../src/env.ts";
+import { isasUpTo, type KernelsIsa } from "../src/env.ts";
 import { randomBf16 } from "../src/gemm-bf16.cases.ts";
 import { linearPacked, loadNative, machineInfo, type PackedWeight, packWeight } from "../src/index.ts";
 import { randomF32, rng } from "../src/test-utils.ts";
@@ -15,13 +15,6 @@ const SHAPES: [number, number, number][] = [
   [512, 4864, 896],
 ];
 
-/** The paths at or below this CPU's best, best first. */
-function pathsBelow(best: KernelsIsa | undefined): KernelsIsa[] {
-  if (best === "amx") return ["amx", "avx512", "avx2"];
-  if (best === "avx512") return ["avx512", "avx2"];
-  return ["avx2"];
-}
-
 /**
  * Each path's side in interleaved rounds of one process: before each call the
  * bench switches the kernels' path (selectIsa, which a service calls once at
@@ -32,7 +25,7 @@ export function benchGemmBf16() {
   const machine = machineInfo();
   const native = loadNative();
   const best = machine.kernels.isa;
-  const paths = pathsBelow(best);
+  const paths = isasUpTo(best).reverse(); // best first
   const random = rng(3);
   const where = { cpu: machine.cpu, flags: machine.flags.join(" "), threads: machine.kernels.threads };
   try {

@@ -44,10 +44,10 @@ Napi::Value SelectIsa(const Napi::CallbackInfo& info) {
   ot::Args a{info, "selectIsa"};
   a.expect_count(1);
   const std::string name = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-  if (name != "avx2" && name != "avx512" && name != "amx") {
+  ot::Isa isa = ot::Isa::Avx2;
+  if (!ot::isa_from_name(name.c_str(), isa)) {
     ot::throw_range(a.env(), a.op, "isa", "must be \"avx2\", \"avx512\" or \"amx\"");
   }
-  const ot::Isa isa = name == "amx" ? ot::Isa::Amx : name == "avx512" ? ot::Isa::Avx512 : ot::Isa::Avx2;
   if (!ot::select_isa(isa)) {
     ot::throw_range(a.env(), a.op, "isa",
                     isa == ot::Isa::Amx

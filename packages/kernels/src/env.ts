@@ -5,6 +5,11 @@
 export const KERNELS_ISAS = ["avx2", "avx512", "amx"] as const;
 export type KernelsIsa = (typeof KERNELS_ISAS)[number];
 
+/** The paths a CPU whose best is `best` can run, lowest first (KERNELS_ISAS is in that order). */
+export function isasUpTo(best: KernelsIsa | undefined): KernelsIsa[] {
+  return KERNELS_ISAS.slice(0, best ? KERNELS_ISAS.indexOf(best) + 1 : 1);
+}
+
 export interface KernelsEnv {
   /** A specific native build to load (e.g. build-noblas/…), relative to the package. */
   OPENTINKER_KERNELS_ADDON?: string;

@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { readKernelsEnv } from "./env.ts";
+import { isasUpTo, readKernelsEnv } from "./env.ts";
 import { kernelInfo } from "./index.ts";
 
 const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -25,7 +25,7 @@ function runWith(isa: string, body: string) {
 // Inside a forced run (the rerun below) there is nothing more to check here.
 const forced = readKernelsEnv().OPENTINKER_KERNELS_ISA;
 const best = kernelInfo().isa;
-const paths = best === "amx" ? ["avx2", "avx512", "amx"] : best === "avx512" ? ["avx2", "avx512"] : ["avx2"];
+const paths = isasUpTo(best);
 
 describe.skipIf(forced !== undefined || best === undefined)("instruction-set paths", () => {
   for (const isa of paths) {

@@ -2,6 +2,8 @@
 #include "isa.h"
 
 #include <atomic>
+#include <cstring>
+#include <initializer_list>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -71,8 +73,6 @@ Isa active_isa() { return chosen().load(std::memory_order_relaxed); }
 
 bool cpu_has_avx512() { return cpu().avx512; }
 
-bool cpu_has_amx() { return cpu().amx; }
-
 bool select_isa(Isa isa) {
   if (isa == Isa::Avx512 && !cpu().avx512) return false;
   if (isa == Isa::Amx && !cpu().amx) return false;
@@ -89,6 +89,16 @@ const char* isa_name(Isa isa) {
     default:
       return "avx2";
   }
+}
+
+bool isa_from_name(const char* name, Isa& isa) {
+  for (const Isa candidate : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+    if (std::strcmp(name, isa_name(candidate)) == 0) {
+      isa = candidate;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace ot

@@ -20,12 +20,6 @@ Isa active_isa();
 bool cpu_has_avx512();
 
 /**
- * Whether the CPU has AMX-TILE and AMX-BF16 and Linux let this process use the
- * tile data (arch_prctl ARCH_REQ_XCOMP_PERM; asked once, on first call).
- */
-bool cpu_has_amx();
-
-/**
  * Forces the path (called by the loader before any kernel runs). Returns false,
  * changing nothing, when the CPU lacks the instructions of `isa`.
  */
@@ -33,5 +27,8 @@ bool select_isa(Isa isa);
 
 /** "avx2", "avx512" or "amx": the name OPENTINKER_KERNELS_ISA and info().isa use. */
 const char* isa_name(Isa isa);
+
+/** The path isa_name calls `name`; false, leaving `isa` as it is, for any other name. */
+bool isa_from_name(const char* name, Isa& isa);
 
 }  // namespace ot

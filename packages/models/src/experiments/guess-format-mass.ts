@@ -51,18 +51,6 @@ function parseRanges(list: string | undefined): number[] {
 
 type Feedback = "first" | "higher" | "lower";
 
-/** The context after `actions` and how the last of them ended, as the environment itself plays them. */
-async function replay(task: GuessTask, tokenizer: RendererTokenizer, actions: number[][]) {
-  const env = new GuessNumberEnv(task, tokenizer);
-  let context: ModelInput | undefined = (await env.initialObservation()).observation;
-  let last: Awaited<ReturnType<GuessNumberEnv["step"]>> | undefined;
-  for (const action of actions) {
-    last = await env.step(action);
-    context = last.nextObservation;
-  }
-  return { context, last };
-}
-
 interface GameMass {
   /** The probability that the game ends on a malformed guess. */
   malformed: number;
@@ -96,26 +84,26 @@ async function pathMass(
   random: () => number,
 ) {
   const mass: GameMass = { malformed: 0, byFeedback: { first: 0, higher: 0, lower: 0 } };
-  const actions: number[][] = [];
+  const env = new GuessNumberEnv(task, tokenizer);
+  let context: ModelInput | undefined = (await env.initialObservation()).observation;
   let reach = 1;
   let feedback: Feedback = "first";
-  for (;;) {
-    const { context } = await replay(task, tokenizer, actions);
-    if (!context) throw new Error(`guess-number ended before turn ${actions.length + 1}`);
+  for (let turn = 1; ; turn++) {
+    if (!context) throw new Error(`guess-number ended before turn ${turn}`);
     const tree = await walkAnswers(client, tokenizer, context);
     mass.malformed += reach * tree.malformed;
     mass.byFeedback[feedback] += reach * tree.malformed;
     reach *= 1 - tree.malformed;
     const answer = pick(tree.answers, random);
     if (!answer) return mass;
-    actions.push(answer.tokens);
-    const { last } = await replay(task, tokenizer, actions);
+    const last = await env.step(answer.tokens);
     // The walk's form and the environment's parsing must agree, or every figure here is wrong.
-    if (last?.metrics?.["format/malformed"] === 1)
+    if (last.metrics?.["format/malformed"] === 1)
       throw new Error(
         `the environment refused ${JSON.stringify(tokenizer.decode(answer.tokens))}, a well-formed answer`,
       );
-    if (last?.done) return mass;
+    if (last.done) return mass;
+    context = last.nextObservation;
     feedback = answer.value < task.secret ? "higher" : "lower";
   }
 }

@@ -244,7 +244,6 @@ export async function trainSetting(
   });
   const endRun = await evaluateNow(tc, evaluationSets(), metric, o.seed, o.tokenizer);
   const end = endRun.results;
-  const last = await svc.registry.latest(svc.team, tc.adapterId);
   const evaluations = Object.fromEntries(
     extra.map((k) => [k, { start: start[k]?.value ?? 0, end: end[k]?.value ?? 0 }]),
   );
@@ -271,7 +270,7 @@ export async function trainSetting(
     validationMetrics: { start: start.validation?.metrics ?? {}, end: end.validation?.metrics ?? {} },
     ...(Object.keys(evaluations).length ? { evaluations } : {}),
     stateSha256: stateSha256(tc),
-    snapshotChecksum: last?.checksum ?? "",
+    snapshotChecksum: endRecord.checksum, // the end check measured the last snapshot
     best: { ...best, checksum: bestRecord.checksum },
   };
   return {
