@@ -22,7 +22,12 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => cp?.stop());
 
-async function runJob(name: string, baseModel: string, environment: Record<string, unknown>) {
+async function runJob(
+  name: string,
+  baseModel: string,
+  environment: Record<string, unknown>,
+  jobConfig: Record<string, unknown> = {},
+) {
   const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
     name,
     baseModel,
@@ -41,7 +46,14 @@ async function runJob(name: string, baseModel: string, environment: Record<strin
     kind: "RL",
     adapterId: adapter.body.id,
     environmentId: env.body.id,
-    config: { steps: 2, groupsPerStep: 2, groupSize: 2, seed: 3, validation: { every: 1, groups: 2 } },
+    config: {
+      steps: 2,
+      groupsPerStep: 2,
+      groupSize: 2,
+      seed: 3,
+      validation: { every: 1, groups: 2 },
+      ...jobConfig,
+    },
   });
   expect(job.status, JSON.stringify(job.body)).toBe(200);
   const done = await until(async () => {
@@ -70,14 +82,19 @@ describe("built-in environments beyond arithmetic and guess-number", () => {
     });
   });
 
-  it("creates a nim self-play environment and runs an RL job on it to the end, storing both seats' games", async () => {
-    const jobId = await runJob("nim-selfplay", BASE, {
-      builtin: "nim",
-      config: { opponent: "self-play", lenient: true },
-    });
+  it("creates a nim self-play environment and runs an RL job on it to the end (with a KL to the base), storing both seats' games", async () => {
+    const jobId = await runJob(
+      "nim-selfplay",
+      BASE,
+      { builtin: "nim", config: { opponent: "self-play", lenient: true } },
+      { referenceKl: 0.3 },
+    );
     // Self-play: both seats of each game are trained on (2 groups × 2 games × 2 players).
     expect(await cp.t.db.trajectory.count({ where: { jobId, step: 0 } })).toBe(8);
-    expect(await metricNames(jobId)).toContain("reward/mean");
+    const names = await metricNames(jobId);
+    expect(names).toContain("reward/mean");
+    // The job's referenceKl reaches the trainer: its steps record the KL to the base.
+    expect(names).toContain("reference_kl/mean");
   }, 120_000);
 
   it("creates a nim environment against the optimal player: only the learner's games are stored", async () => {

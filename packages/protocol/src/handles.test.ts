@@ -66,9 +66,20 @@ describe("defaults", () => {
   });
 
   it("PPO/CISPO clip to [0.8, 1.2] and DRO's beta is 0.05 by default; an inverted range or negative beta is refused", () => {
-    expect(ZLossFnConfig.parse({})).toEqual({ clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05 });
+    expect(ZLossFnConfig.parse({})).toEqual({
+      clipLowThreshold: 0.8,
+      clipHighThreshold: 1.2,
+      beta: 0.05,
+      referenceKl: 0,
+    });
     expect(ZLossFnConfig.safeParse({ clipLowThreshold: 1.5 }).success).toBe(false);
     expect(ZLossFnConfig.safeParse({ beta: -0.1 }).success).toBe(false);
+    // referenceKl (off by default) must be a finite number ≥ 0, never a string.
+    for (const bad of [-1, Number.POSITIVE_INFINITY, "0.3"]) {
+      const parsed = ZLossFnConfig.safeParse({ referenceKl: bad });
+      expect(parsed.success).toBe(false);
+      expect(parsed.error?.issues[0]?.path).toEqual(["referenceKl"]);
+    }
   });
 
   it("sampling parameters validate ranges", () => {

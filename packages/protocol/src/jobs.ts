@@ -2,7 +2,7 @@
 // service run the RL, SFT or evaluation loop for it, and how the API shows them.
 import { z } from "zod";
 import { ZSamplerHandle } from "./handles.ts";
-import { ZAdamParams, ZLrSchedule } from "./losses.ts";
+import { ZAdamParams, ZLrSchedule, ZReferenceKl } from "./losses.ts";
 import { idRequest } from "./resources.ts";
 import { ZSamplingKnobs } from "./sampling.ts";
 import { configByKind, delegate } from "./wire-by-kind.ts";
@@ -52,6 +52,9 @@ export const ZRlJobConfig = z
     ),
     sampling: ZSamplingSettings.default({}).describe("Omitted: the sampler's defaults (temperature 1)."),
     scaleByStd: z.boolean().default(false).describe("Omitted: false."),
+    referenceKl: ZReferenceKl.default(0).describe(
+      "Weight of a full-vocabulary KL to the frozen base model on every action token (lossFnConfig.referenceKl). Omitted: 0 (none).",
+    ),
     /** Skip groups whose rewards are all equal (no signal); false trains on them with zero advantage. */
     dropConstantGroups: z.boolean().default(true).describe("Omitted: true."),
     seed: z.number().int().min(0).default(0).describe("Omitted: 0."),

@@ -9,7 +9,7 @@ export type LossFn = z.infer<typeof ZLossFn>;
 export type RlLossFn = Exclude<LossFn, "cross_entropy">;
 
 // beta: Tinker documents no default for dro; 0.05 is the value its own example passes.
-const LOSS_FN_DEFAULTS = { clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05 };
+const LOSS_FN_DEFAULTS = { clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05, referenceKl: 0 };
 
 const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number }, ctx: z.RefinementCtx) => {
   const low = c.clipLowThreshold ?? LOSS_FN_DEFAULTS.clipLowThreshold;
@@ -22,12 +22,21 @@ const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number },
     });
 };
 
+/**
+ * forwardBackward (an OpenTinker extension): weight of a full-vocabulary
+ * KL(π_base ‖ π) on each position the loss trains, π_base the frozen base
+ * model's next-token distribution. It holds down every token's probability,
+ * sampled or not, where the sampled-token penalties cannot. 0: off.
+ */
+export const ZReferenceKl = z.number().nonnegative().finite();
+
 const lossFnSettings = {
   /** ppo and cispo: the ratio is clipped to [clipLowThreshold, clipHighThreshold]. */
   clipLowThreshold: z.number().positive().finite(),
   clipHighThreshold: z.number().positive().finite(),
   /** dro: weight of the quadratic penalty ½·beta·(logp − logp_sampler)². */
   beta: z.number().nonnegative().finite(),
+  referenceKl: ZReferenceKl,
 };
 
 export const ZLossFnConfig = z
@@ -35,6 +44,7 @@ export const ZLossFnConfig = z
     clipLowThreshold: lossFnSettings.clipLowThreshold.default(LOSS_FN_DEFAULTS.clipLowThreshold),
     clipHighThreshold: lossFnSettings.clipHighThreshold.default(LOSS_FN_DEFAULTS.clipHighThreshold),
     beta: lossFnSettings.beta.default(LOSS_FN_DEFAULTS.beta),
+    referenceKl: lossFnSettings.referenceKl.default(LOSS_FN_DEFAULTS.referenceKl),
   })
   .superRefine(clipOrder);
 export type LossFnConfig = z.infer<typeof ZLossFnConfig>;

@@ -8,7 +8,10 @@ import type { RlJobConfigInput } from "./jobs.ts";
 
 /** What a preset sets of an RL job's config (the rest keeps the schema's defaults). */
 export type RlPresetConfig = Required<
-  Pick<RlJobConfigInput, "steps" | "groupsPerStep" | "groupSize" | "lossFn" | "lrSchedule" | "sampling">
+  Pick<
+    RlJobConfigInput,
+    "steps" | "groupsPerStep" | "groupSize" | "lossFn" | "lrSchedule" | "sampling" | "referenceKl"
+  >
 > & {
   adam: { learningRate: number; gradClipNorm: number };
   validation: { every: number; groups: number; groupSize: number };
@@ -42,6 +45,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
+      referenceKl: 0,
       validation: quarterly(800, 128, 1),
     },
     metric: "reward/mean",
@@ -58,6 +62,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       adam: { learningRate: 1e-3, gradClipNorm: 1 },
       lrSchedule: "constant",
       sampling: {},
+      referenceKl: 0,
       validation: quarterly(300, 64, 2),
     },
     metric: "env/found",
@@ -72,6 +77,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
+      referenceKl: 0,
       validation: quarterly(300, 16, 8),
     },
     metric: "env/game/won",
@@ -86,6 +92,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
+      referenceKl: 0,
       validation: quarterly(300, 64, 2),
     },
     metric: "reward/mean",
@@ -101,6 +108,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       adam: { learningRate: 1e-3, gradClipNorm: 0 },
       lrSchedule: "constant",
       sampling: {},
+      referenceKl: 0,
       validation: quarterly(300, 128, 1),
     },
     metric: "env/correct",

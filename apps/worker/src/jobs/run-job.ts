@@ -85,6 +85,7 @@ async function runRl(run: JobRun): Promise<void> {
     lrSchedule: config.lrSchedule,
     sampling: config.sampling,
     advantages: { scaleByStd: config.scaleByStd, dropConstantGroups: config.dropConstantGroups },
+    ...(config.referenceKl > 0 ? { lossFnConfig: { referenceKl: config.referenceKl } } : {}),
     seed: config.seed,
     startStep: run.startStep,
     shouldStop: run.shouldStop,

@@ -16,7 +16,7 @@ import {
 } from "@opentinker/kernels";
 import { linearBackward, linearForward } from "./linear.ts";
 import type { LayerParams, ModelParams, NormParams } from "./params.ts";
-import { unembedBackward, unembedForward } from "./unembed.ts";
+import { type ReferenceKl, unembedBackward, unembedForward } from "./unembed.ts";
 import { type BatchImage, embedImages, embedImagesBackward } from "./vision.ts";
 
 /** Sequences packed end to end: token i of the batch, its position, and where each sequence starts. */
@@ -184,12 +184,20 @@ function layerBackward(
   normBackward(p.inputNorm, m, dXn, t.input, t.invRms, dh, true);
 }
 
-/** Accumulates every trainable part's gradient of L = Σ dLogprobs ⊙ logprobs. */
-export function backward(m: ModelParams, tape: Tape, dLogprobs: Float32Array): void {
+/**
+ * Accumulates every trainable part's gradient of L = Σ dLogprobs ⊙ logprobs
+ * (+ the reference KL when given; its weighted sum is returned, else 0).
+ */
+export function backward(
+  m: ModelParams,
+  tape: Tape,
+  dLogprobs: Float32Array,
+  referenceKl?: ReferenceKl,
+): number {
   const { hiddenSize: H, vocabSize } = m.shape;
   const T = tape.batch.tokens.length;
   const dHidden = new Float32Array(T * H);
-  unembedBackward(m, tape.hidden, tape.batch.targets, tape.lse, dLogprobs, dHidden);
+  const kl = unembedBackward(m, tape.hidden, tape.batch.targets, tape.lse, dLogprobs, dHidden, referenceKl);
   const dh = new Float32Array(T * H);
   normBackward(m.finalNorm, m, dHidden, tape.final, tape.invRmsFinal, dh, false);
   for (let l = m.layers.length - 1; l >= 0; l--) {
@@ -197,4 +205,5 @@ export function backward(m: ModelParams, tape: Tape, dLogprobs: Float32Array): v
   }
   if (tape.batch.images) embedImagesBackward(m.vision, tape.batch.images, dh);
   if (m.embed.grad) embeddingBackward(tape.batch.tokens, dh, m.embed.grad, T, vocabSize, H);
+  return kl;
 }

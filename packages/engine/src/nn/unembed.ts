@@ -55,7 +55,52 @@ export function unembedForward(
   return { logprobs, lse };
 }
 
-/** dHidden [T, H] += dL/dhidden; the unembedding's own gradients accumulate. */
+/**
+ * A full-vocabulary KL(π_ref ‖ π) on chosen positions: every token's probability,
+ * not only the sampled one's, is held near a reference model's, so the tokens RL
+ * never samples cannot drift unchecked. Its gradient on the logits is w·(π − π_ref).
+ */
+export interface ReferenceKl {
+  params: ModelParams; // the reference model (its unembedding is used)
+  hidden: Float32Array; // [T, H]: the reference's final hidden states on the same batch
+  weights: Float32Array; // [T]: the KL's weight at each position (0: none)
+}
+
+/** Adds w·(π − π_ref) into dLogits for rows [start, end); returns Σ w·KL over them. */
+function addReferenceKl(
+  ref: ReferenceKl,
+  start: number,
+  end: number,
+  logits: Float32Array,
+  lse: Float32Array,
+  dLogits: Float32Array,
+): number {
+  const V = ref.params.shape.vocabSize;
+  const refLogits = blockLogits(ref.params, ref.hidden, start, end);
+  const refLse = logSoftmaxGather(refLogits, new Int32Array(end - start), V).lse;
+  let total = 0;
+  for (let r = 0; r < end - start; r++) {
+    const w = ref.weights[start + r] as number;
+    if (w === 0) continue;
+    const shift = lse[start + r] as number;
+    const refShift = refLse[r] as number;
+    let kl = 0;
+    for (let j = r * V; j < (r + 1) * V; j++) {
+      const logp = (logits[j] as number) - shift;
+      const logq = (refLogits[j] as number) - refShift;
+      const q = Math.exp(logq);
+      kl += q * (logq - logp);
+      dLogits[j] = (dLogits[j] as number) + w * (Math.exp(logp) - q);
+    }
+    total += w * kl;
+  }
+  return total;
+}
+
+/**
+ * dHidden [T, H] += dL/dhidden; the unembedding's own gradients accumulate.
+ * With `referenceKl`, its KL joins the loss; returns its weighted sum (0 without).
+ */
 export function unembedBackward(
   m: ModelParams,
   hidden: Float32Array,
@@ -63,27 +108,32 @@ export function unembedBackward(
   lse: Float32Array,
   dLogprobs: Float32Array,
   dHidden: Float32Array,
-): void {
+  referenceKl?: ReferenceKl,
+): number {
   const { hiddenSize: H, vocabSize: V } = m.shape;
   const lora = m.unembed.lora;
   const weight = m.unembed.weight;
-  if (!lora && !isBf16(weight)) {
+  if (!lora && !isBf16(weight) && !referenceKl) {
     unembedLogprobsBackward(hidden, weight, targets, lse, dLogprobs, dHidden, m.unembed.grad ?? null, H, V);
-    return;
+    return 0;
   }
+  let kl = 0;
   for (const [start, end] of blocks(targets.length, rowBlock(V))) {
     const rows = end - start;
     const x = hidden.subarray(start * H, end * H);
     const dx = dHidden.subarray(start * H, end * H);
+    const logits = blockLogits(m, hidden, start, end);
     const dLogits = logSoftmaxGatherBackward(
-      blockLogits(m, hidden, start, end),
+      logits,
       targets.subarray(start, end),
       lse.subarray(start, end),
       dLogprobs.subarray(start, end),
       V,
     );
+    if (referenceKl) kl += addReferenceKl(referenceKl, start, end, logits, lse, dLogits);
     linearBackwardInput(dLogits, m.unembed.weight, dx, rows, H, V, true);
     if (m.unembed.grad) linearBackwardWeight(dLogits, x, m.unembed.grad, rows, H, V);
     if (lora) loraBackward(x, dLogits, rows, new Int32Array(rows), lora.table, dx, lora.grads);
   }
+  return kl;
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { Rng } from "../rng.ts";
 import { type DatumLossInputs, emptyTotals, lossAndGrad, lossMetrics } from "./losses.ts";
 
-const config: LossFnConfig = { clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05 };
+const config: LossFnConfig = { clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05, referenceKl: 0 };
 
 function inputs(weights: number[], oldLogprobs: number[], advantages: number[]): DatumLossInputs {
   return {

@@ -16,7 +16,10 @@ import {
   ZLossFn,
   ZLossFnConfig,
 } from "@opentinker/protocol";
-import { backward, forward } from "../nn/transformer.ts";
+import type { ModelParams } from "../nn/params.ts";
+import { backward, forward, type PackedBatch } from "../nn/transformer.ts";
+import type { ReferenceKl } from "../nn/unembed.ts";
+import { frozenParams } from "../policy/frozen.ts";
 import { type Policy, zeroGrads } from "../policy/policy.ts";
 import { type PreparedImage, prepareInput } from "../vision/input.ts";
 import { groupByTokens, pack } from "./batching.ts";
@@ -48,6 +51,8 @@ function withoutImageTargets(logprobs: Float32Array, marks: Uint8Array): Float32
 
 export class Trainer {
   private readonly maxTokensPerPass: number;
+  /** The frozen base's weights, the reference of lossFnConfig.referenceKl (made on first use). */
+  private baseParams?: ModelParams;
 
   constructor(
     readonly policy: Policy,
@@ -144,6 +149,19 @@ export class Trainer {
     });
   }
 
+  /** The base model's distributions on the batch, weighted by `coef` where the loss trains. */
+  private referenceKl(batch: PackedBatch, group: Prepared[], coef: number): ReferenceKl {
+    this.baseParams ??= frozenParams(this.policy.base);
+    const weights = new Float32Array(batch.tokens.length);
+    group.forEach((item, i) => {
+      const start = batch.seqStarts[i] as number;
+      item.weights.forEach((w, t) => {
+        if (w !== 0) weights[start + t] = coef;
+      });
+    });
+    return { params: this.baseParams, hidden: forward(this.baseParams, batch).tape.hidden, weights };
+  }
+
   private run(
     op: string,
     data: Datum[],
@@ -163,6 +181,8 @@ export class Trainer {
 
     const logprobsOut: Float32Array[] = new Array(prepared.length);
     const totals = emptyTotals();
+    const klCoef = train ? config.data.referenceKl : 0;
+    let klSum = 0;
     for (const group of groupByTokens(prepared, this.maxTokensPerPass)) {
       let nonFiniteAt: number | undefined;
       const batch = pack(group);
@@ -187,13 +207,17 @@ export class Trainer {
         // A non-finite loss would spread NaN into every gradient it reaches: refuse the call instead.
         if (nonFiniteAt !== undefined) this.refuseNonFiniteLoss(op, totals.loss, nonFiniteAt);
         // backward takes dL/dlogp; the tape's memory is released when it returns.
-        backward(this.policy.params, tape, dLoss);
+        const kl = klCoef > 0 ? this.referenceKl(batch, group, klCoef) : undefined;
+        klSum += backward(this.policy.params, tape, dLoss, kl);
         this.policy.hasGrad = true;
       }
     }
+    const metrics = lossMetrics(lossFn.data, totals);
+    // Weighted by referenceKl and kept out of loss:sum, which forward reports alike.
+    if (klCoef > 0) metrics["reference_kl:mean"] = totals.tokens ? klSum / klCoef / totals.tokens : 0;
     return {
       lossFnOutputs: logprobsOut.map((lp) => ({ logprobs: float32Tensor(Array.from(lp)) })),
-      metrics: lossMetrics(lossFn.data, totals),
+      metrics,
     };
   }
 }

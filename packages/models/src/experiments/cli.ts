@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--ref-kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -7,7 +7,7 @@ import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--ref-kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -24,6 +24,7 @@ function parsed() {
         "weight-decay": { type: "string" },
         "lr-schedule": { type: "string" },
         kl: { type: "string" },
+        "ref-kl": { type: "string" },
         "pretrain-mix": { type: "string" },
         "negative-scale": { type: "string" },
         "scale-by-std": { type: "boolean" },
@@ -51,6 +52,7 @@ function numberOption(
     | "grad-clip"
     | "weight-decay"
     | "kl"
+    | "ref-kl"
     | "pretrain-mix"
     | "negative-scale"
     | "format-penalty"
@@ -73,6 +75,7 @@ const learningRate = numberOption("lr", (n) => n > 0, "a positive number");
 const gradClipNorm = numberOption("grad-clip", (n) => n >= 0, "a number ≥ 0");
 const weightDecay = numberOption("weight-decay", (n) => n >= 0, "a number ≥ 0");
 const klCoef = numberOption("kl", (n) => n >= 0, "a number ≥ 0");
+const referenceKl = numberOption("ref-kl", (n) => n >= 0, "a number ≥ 0");
 const pretrainMix = numberOption("pretrain-mix", (n) => n >= 0, "a number ≥ 0");
 const negativeScale = numberOption("negative-scale", (n) => n >= 0 && n <= 1, "a number from 0 to 1");
 const formatPenalty = numberOption("format-penalty", (n) => n <= 0, "a number ≤ 0");
@@ -108,6 +111,7 @@ try {
     ...(weightDecay ? { weightDecay } : {}),
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
+    ...(referenceKl === undefined ? {} : { referenceKl }),
     ...(pretrainMix ? { pretrainMix } : {}),
     ...(negativeScale === undefined ? {} : { negativeScale }),
     ...(values["scale-by-std"] ? { scaleByStd: true } : {}),

@@ -55,6 +55,8 @@ export interface Setting {
   gradClipNorm?: number;
   /** How the learning rate moves over the run (default: held). */
   lrSchedule?: LrSchedule;
+  /** Weight of the full-vocabulary KL to the base model on every action token (default 0: none). */
+  referenceKl?: number;
   /** LoRA rank 16 over the frozen base (default), or every weight trained. */
   policy?: "lora" | "full";
   sft?: SftPhase;
@@ -131,6 +133,7 @@ const loraRl = (name: string, description: string, dataset: SplitDataset, preset
   learningRate: preset.config.adam.learningRate,
   gradClipNorm: preset.config.adam.gradClipNorm,
   lrSchedule: preset.config.lrSchedule,
+  referenceKl: preset.config.referenceKl,
   metric: preset.metric,
 });
 

@@ -35,6 +35,8 @@ export interface TrainSettingOptions {
   lrSchedule?: LrSchedule;
   /** A KL penalty against the policy RL starts from (after SFT, if any), folded into the advantages. */
   klCoef?: number;
+  /** Overrides the setting's full-vocabulary KL to the frozen base model (lossFnConfig.referenceKl; 0: none). */
+  referenceKl?: number;
   /** Mix the base model's pretraining corpus into each RL step at this weight per answer token (PPO-ptx; pretrain-mix.ts). */
   pretrainMix?: number;
   /** Divide each group's advantages by its returns' standard deviation (default: centred only). */
@@ -57,6 +59,7 @@ export type SettingOverrides = Pick<
   | "weightDecay"
   | "lrSchedule"
   | "klCoef"
+  | "referenceKl"
   | "pretrainMix"
   | "scaleByStd"
   | "negativeScale"
@@ -180,6 +183,7 @@ export async function trainSetting(
     ...(o.training ? { training: o.training } : {}),
   };
   const metric = s.metric ?? "reward/mean";
+  const referenceKl = o.referenceKl ?? s.referenceKl ?? 0;
   const checkBatches = o.checkBatches ?? CHECK_BATCHES;
   const tc = await trainingClient(svc, s, o);
   // Fresh datasets for each evaluation: an opponent may carry random state between games.
@@ -222,6 +226,7 @@ export async function trainSetting(
     },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
+    ...(referenceKl > 0 ? { lossFnConfig: { referenceKl } } : {}),
     advantages: {
       ...(o.scaleByStd ? { scaleByStd: true } : {}),
       ...(o.negativeScale === undefined ? {} : { negativeScale: o.negativeScale }),

@@ -34,6 +34,7 @@ export interface JobFormValues {
   validationGroupSize: string;
   dropConstantGroups: boolean;
   scaleByStd: boolean;
+  referenceKl: string;
   // RL and SFT
   learningRate: string;
   gradClipNorm: string;
@@ -79,6 +80,7 @@ export const INITIAL_VALUES: JobFormValues = {
   validationGroupSize: "",
   dropConstantGroups: true,
   scaleByStd: false,
+  referenceKl: "0",
   learningRate: "0.0001",
   gradClipNorm: "0",
   retention: DEFAULT_RETENTION,
@@ -110,6 +112,7 @@ export function withEnvironmentPreset(values: JobFormValues, builtin: string | n
     lrSchedule: preset.lrSchedule,
     learningRate: String(preset.adam.learningRate),
     gradClipNorm: String(preset.adam.gradClipNorm),
+    referenceKl: String(preset.referenceKl),
     temperature: preset.sampling.temperature === undefined ? "" : String(preset.sampling.temperature),
     validationEvery: String(preset.validation.every),
     validationGroups: String(preset.validation.groups),
@@ -206,6 +209,7 @@ function configOf(
         lrSchedule: values.lrSchedule,
         sampling,
         scaleByStd: values.scaleByStd,
+        referenceKl: number("referenceKl"),
         dropConstantGroups: values.dropConstantGroups,
         seed: number("seed"),
         checkpointEvery: number("checkpointEvery"),
@@ -220,6 +224,7 @@ function configOf(
         lrSchedule: "lrSchedule",
         adam: "learningRate",
         "adam.gradClipNorm": "gradClipNorm",
+        referenceKl: "referenceKl",
         sampling: "temperature",
         seed: "seed",
         checkpointEvery: "checkpointEvery",

@@ -240,6 +240,10 @@ export function JobForm() {
           {text("learningRate", "Learning rate", { decimal: true })}
           {choose("lrSchedule", "Learning-rate schedule", LR_SCHEDULES)}
           {text("gradClipNorm", "Gradient clip", CLIP_HINT)}
+          {text("referenceKl", "KL to the base model", {
+            decimal: true,
+            hint: "Holds every token's probability near the base model's, on each action token; 0: off.",
+          })}
           {text("temperature", "Temperature", { decimal: true, hint: "Blank: the sampler's default." })}
           {text("seed", "Seed")}
           {text("checkpointEvery", "Checkpoint every", {

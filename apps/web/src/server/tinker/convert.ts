@@ -48,6 +48,7 @@ const CONFIG_NAMES: Record<string, string> = {
   clip_low_threshold: "clipLowThreshold",
   clip_high_threshold: "clipHighThreshold",
   beta: "beta",
+  reference_kl: "referenceKl",
 };
 
 function modelInput(chunks: TinkerDatum["model_input"]["chunks"], at: string): ModelInput {
