@@ -53,7 +53,7 @@ export const ZRlJobConfig = z
     sampling: ZSamplingSettings.default({}).describe("Omitted: the sampler's defaults (temperature 1)."),
     scaleByStd: z.boolean().default(false).describe("Omitted: false."),
     referenceKl: ZReferenceKl.default(0).describe(
-      "Weight of a full-vocabulary KL to the frozen base model on every action token (lossFnConfig.referenceKl). Omitted: 0 (none).",
+      "Weight of a full-vocabulary KL to the frozen base model at every position of each sequence (lossFnConfig.referenceKl). Omitted: 0 (none).",
     ),
     /** Skip groups whose rewards are all equal (no signal); false trains on them with zero advantage. */
     dropConstantGroups: z.boolean().default(true).describe("Omitted: true."),

@@ -24,8 +24,9 @@ const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number },
 
 /**
  * forwardBackward (an OpenTinker extension): weight of a full-vocabulary
- * KL(π_base ‖ π) on each position the loss trains, π_base the frozen base
- * model's next-token distribution. It holds down every token's probability,
+ * KL(π_base ‖ π) at every position of each datum whose target is a token
+ * (prompt, observations and actions alike), π_base the frozen base model's
+ * next-token distribution. It holds every token's probability near the base's,
  * sampled or not, where the sampled-token penalties cannot. 0: off.
  */
 export const ZReferenceKl = z.number().nonnegative().finite();

@@ -1,10 +1,10 @@
-// lossFnConfig.referenceKl: a full-vocabulary KL(π_base ‖ π) on every trained
-// position. Its gradient is checked against central finite differences of the KL
+// lossFnConfig.referenceKl: a full-vocabulary KL(π_base ‖ π) at every position
+// of each datum, prompt and actions alike. Its gradient is checked against central finite differences of the KL
 // the call itself reports, on a policy trained away from its base.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { buildRlDatum, buildSftDatum, type Datum } from "@opentinker/protocol";
+import { buildRlDatum, buildSftDatum, type Datum, modelInputLength } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
@@ -53,11 +53,13 @@ function trainAway(policy: Policy): Trainer {
   return trainer;
 }
 
-/** Σ over trained positions of KL(π_base ‖ π), from the call's own metric (gradients are cleared after). */
+const POSITIONS = ROLLOUTS.reduce((n, d) => n + modelInputLength(d.modelInput), 0);
+
+/** Σ over every position of KL(π_base ‖ π), from the call's own metric (gradients are cleared after). */
 function klSum(trainer: Trainer, policy: Policy): number {
   const { metrics } = trainer.forwardBackward(ROLLOUTS, "importance_sampling", { referenceKl: COEF });
   for (const t of policy.tensors) t.grad.fill(0);
-  return (metrics["reference_kl:mean"] as number) * (metrics["tokens:sum"] as number);
+  return (metrics["reference_kl:mean"] as number) * POSITIONS;
 }
 
 function checkGradient(policy: Policy): void {
@@ -131,6 +133,20 @@ describe("referenceKl", () => {
       expect(t.grad.some((g) => g !== 0)).toBe(true);
       expect(Array.from(t.grad)).toEqual(Array.from((twin.tensors[k] as typeof t).grad));
     });
+  });
+
+  it("reaches the positions the loss does not train (a prompt with an empty mask)", () => {
+    const policy = loraPolicy(false);
+    const trainer = trainAway(policy);
+    const prompt = buildRlDatum({
+      sequence: [3, 40, 7, 99],
+      mask: [0, 0, 0, 0],
+      logprobs: [0, 0, 0, 0],
+      advantages: 0,
+    });
+    const { metrics } = trainer.forwardBackward([prompt], "importance_sampling", { referenceKl: COEF });
+    expect(metrics["reference_kl:mean"]).toBeGreaterThan(1e-3);
+    expect(policy.tensors.some((t) => t.grad.some((g) => g !== 0))).toBe(true);
   });
 
   it("refuses a negative weight, naming it", () => {

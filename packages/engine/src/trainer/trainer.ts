@@ -149,14 +149,18 @@ export class Trainer {
     });
   }
 
-  /** The base model's distributions on the batch, weighted by `coef` where the loss trains. */
+  /**
+   * The base model's distributions on the batch, weighted by `coef` at every
+   * position whose target is a token (prompts and observations too, not only
+   * what the loss trains: the anchor then covers the contexts RL moves indirectly).
+   */
   private referenceKl(batch: PackedBatch, group: Prepared[], coef: number): ReferenceKl {
     this.baseParams ??= frozenParams(this.policy.base);
-    const weights = new Float32Array(batch.tokens.length);
+    const weights = new Float32Array(batch.tokens.length).fill(coef);
     group.forEach((item, i) => {
       const start = batch.seqStarts[i] as number;
-      item.weights.forEach((w, t) => {
-        if (w !== 0) weights[start + t] = coef;
+      item.imageTargets?.forEach((mark, t) => {
+        if (mark) weights[start + t] = 0;
       });
     });
     return { params: this.baseParams, hidden: forward(this.baseParams, batch).tape.hidden, weights };
@@ -183,6 +187,7 @@ export class Trainer {
     const totals = emptyTotals();
     const klCoef = train ? config.data.referenceKl : 0;
     let klSum = 0;
+    let klPositions = 0;
     for (const group of groupByTokens(prepared, this.maxTokensPerPass)) {
       let nonFiniteAt: number | undefined;
       const batch = pack(group);
@@ -209,12 +214,13 @@ export class Trainer {
         // backward takes dL/dlogp; the tape's memory is released when it returns.
         const kl = klCoef > 0 ? this.referenceKl(batch, group, klCoef) : undefined;
         klSum += backward(this.policy.params, tape, dLoss, kl);
+        klPositions += kl ? kl.weights.filter((w) => w > 0).length : 0;
         this.policy.hasGrad = true;
       }
     }
     const metrics = lossMetrics(lossFn.data, totals);
-    // Weighted by referenceKl and kept out of loss:sum, which forward reports alike.
-    if (klCoef > 0) metrics["reference_kl:mean"] = totals.tokens ? klSum / klCoef / totals.tokens : 0;
+    // Per position, unweighted, and kept out of loss:sum, which forward reports alike.
+    if (klCoef > 0) metrics["reference_kl:mean"] = klPositions ? klSum / klCoef / klPositions : 0;
     return {
       lossFnOutputs: logprobsOut.map((lp) => ({ logprobs: float32Tensor(Array.from(lp)) })),
       metrics,

@@ -242,7 +242,7 @@ export function JobForm() {
           {text("gradClipNorm", "Gradient clip", CLIP_HINT)}
           {text("referenceKl", "KL to the base model", {
             decimal: true,
-            hint: "Holds every token's probability near the base model's, on each action token; 0: off.",
+            hint: "Holds every token's probability near the base model's, at every position; 0: off.",
           })}
           {text("temperature", "Temperature", { decimal: true, hint: "Blank: the sampler's default." })}
           {text("seed", "Seed")}
