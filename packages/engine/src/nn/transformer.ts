@@ -106,8 +106,8 @@ function layerOutput(p: LayerParams, t: LayerTape, T: number, H: number): Float3
   return out;
 }
 
-/** Runs the model over a packed batch and returns each target's logprob. */
-export function forward(m: ModelParams, batch: PackedBatch): ForwardResult {
+/** The layers and the final norm: everything of the tape but the unembedding's. */
+function trunk(m: ModelParams, batch: PackedBatch): Omit<Tape, "lse"> {
   const { hiddenSize: H, vocabSize, rmsNormEps } = m.shape;
   const T = batch.tokens.length;
   let h: Float32Array = new Float32Array(T * H);
@@ -122,9 +122,18 @@ export function forward(m: ModelParams, batch: PackedBatch): ForwardResult {
   const hidden = new Float32Array(T * H);
   const invRmsFinal = new Float32Array(T);
   rmsNorm(h, m.finalNorm.weight, hidden, invRmsFinal, T, H, rmsNormEps);
-  const { logprobs, lse } = unembedForward(m, hidden, batch.targets);
-  return { logprobs, tape: { batch, layers, final: h, hidden, invRmsFinal, lse } };
+  return { batch, layers, final: h, hidden, invRmsFinal };
 }
+
+/** Runs the model over a packed batch and returns each target's logprob. */
+export function forward(m: ModelParams, batch: PackedBatch): ForwardResult {
+  const tape = trunk(m, batch);
+  const { logprobs, lse } = unembedForward(m, tape.hidden, batch.targets);
+  return { logprobs, tape: { ...tape, lse } };
+}
+
+/** The final hidden states alone (after the last norm), for a reference model's distributions. */
+export const finalHidden = (m: ModelParams, batch: PackedBatch): Float32Array => trunk(m, batch).hidden;
 
 /**
  * The backward of an RMSNorm of x [T, H] for the upstream gradient dXn: into dx,

@@ -17,7 +17,7 @@ import {
   ZLossFnConfig,
 } from "@opentinker/protocol";
 import type { ModelParams } from "../nn/params.ts";
-import { backward, forward, type PackedBatch } from "../nn/transformer.ts";
+import { backward, finalHidden, forward, type PackedBatch } from "../nn/transformer.ts";
 import type { ReferenceKl } from "../nn/unembed.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { type Policy, zeroGrads } from "../policy/policy.ts";
@@ -163,7 +163,7 @@ export class Trainer {
         if (mark) weights[start + t] = 0;
       });
     });
-    return { params: this.baseParams, hidden: forward(this.baseParams, batch).tape.hidden, weights };
+    return { params: this.baseParams, hidden: finalHidden(this.baseParams, batch), weights };
   }
 
   private run(
