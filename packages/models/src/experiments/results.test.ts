@@ -2,8 +2,16 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkRun, malformedWhere, regenerateResults, riseZ, spliceResults, TARGET } from "./results.ts";
-import type { RunSummary } from "./run.ts";
+import {
+  checkRun,
+  malformedWhere,
+  regenerateResults,
+  resultsTable,
+  riseZ,
+  spliceResults,
+  TARGET,
+} from "./results.ts";
+import type { ExperimentSummary, RunSummary } from "./run.ts";
 import { CHECK_BATCHES } from "./train-setting.ts";
 
 const run = (over: Partial<RunSummary>): RunSummary => ({
@@ -56,6 +64,24 @@ describe("the results target", () => {
     expect(malformedWhere(run({ malformedEnd: 20 / 1024, malformedInputs: { start: [], end } }))).toBe(
       'the end\'s 20 malformed by input, most first: `"What is 12 - 1?"` 19 of its 31 (e.g. `"11-<|im_end|>"`); `"What is 9 + 12?"` 1 of its 22 (e.g. `"2-1<|im_end|>"`).',
     );
+  });
+
+  it("a pair's rows give each member's own steps", () => {
+    const pair: ExperimentSummary = {
+      ...run({ setting: "pair" }),
+      seed: 1,
+      steps: 800,
+      model: "m",
+      overrides: {},
+      seconds: 700,
+      machine: { cpu: "cpu", kernels: {} as ExperimentSummary["machine"]["kernels"] },
+      members: [run({ setting: "long", steps: 800 }), run({ setting: "short", steps: 300 })],
+      files: { metrics: "", summary: "", plot: "", best: [], end: [] },
+    };
+    const rows = resultsTable("pair", "cmd", [pair])
+      .split("\n")
+      .filter((l) => /^\| (long|short) /.test(l));
+    expect(rows.map((l) => l.split(" | ")[2])).toEqual(["800", "300"]);
   });
 
   it("a setting's block is replaced between its markers, and only there", () => {

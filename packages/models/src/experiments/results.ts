@@ -76,7 +76,7 @@ function row(s: ExperimentSummary, run: RunSummary): string {
   const sft = run.validationAfterSft === undefined ? "" : ` → ${pct(run.validationAfterSft)} (SFT)`;
   const best = `${pct(run.best.value)} (step ${run.best.step})`;
   const target = check.met ? "met" : `**not met**: ${check.misses.join("; ")}`;
-  return `| ${run.setting} | ${s.seed} | ${s.steps} | ${run.metric} | ${pct(run.validationStart)}${sft} → ${pct(run.validationEnd)} | ${points(check.gain)} | ${best} | ${malformedCell(run)} | ${Math.round(s.seconds)} s | ${target} |`;
+  return `| ${run.setting} | ${s.seed} | ${run.steps ?? s.steps} | ${run.metric} | ${pct(run.validationStart)}${sft} → ${pct(run.validationEnd)} | ${points(check.gain)} | ${best} | ${malformedCell(run)} | ${Math.round(s.seconds)} s | ${target} |`;
 }
 
 /** The generated table of a setting's runs, one row per trained policy and seed. */

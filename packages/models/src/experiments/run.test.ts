@@ -106,6 +106,8 @@ describe("the experiment runner", () => {
   it("two adapters trained at once: the first is byte-identical to its solo rerun", async () => {
     await shortRun("two-adapters-lora-rl", async (summary) => {
       expect(summary.members?.map((m) => m.setting)).toEqual(["arithmetic-lora-rl", "guess-number-lora-rl"]);
+      // Each member's own steps, cut to the run's --steps.
+      expect(summary.members?.map((m) => m.steps)).toEqual([2, 2]);
       expect(summary.isolation).toMatchObject({ identical: true });
       expect(summary.isolation?.aloneStateSha256).toBe(summary.stateSha256);
       for (const file of summary.files.memberMetrics ?? []) expect(await readJsonl(file)).toHaveLength(2);

@@ -70,6 +70,8 @@ export interface RunSummary {
   snapshotChecksum: string;
   /** The best validated snapshot (start, every validation, end), kept as files in `best/`. */
   best: BestSnapshot;
+  /** A pair's member: the steps it ran, its own setting's (the pair's summary has the longer). */
+  steps?: number;
 }
 
 export interface ExperimentSummary extends RunSummary {
@@ -216,13 +218,19 @@ function overridesOf(options: ExperimentOptions): SettingOverrides {
   return Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
 }
 
-function train(c: Common, svc: InProcessServiceClient, s: Setting, sink: MetricsSink) {
+function train(
+  c: Common,
+  svc: InProcessServiceClient,
+  s: Setting,
+  sink: MetricsSink,
+  steps = c.options.steps,
+) {
   return trainSetting(svc, s, {
     ...overridesOf(c.options),
     baseModel: c.base.name,
     tokenizer: c.base.tokenizer as RendererTokenizer,
     seed: c.options.seed,
-    steps: c.options.steps,
+    steps,
     sink,
   });
 }
@@ -240,19 +248,21 @@ async function runSingle(s: Setting, c: Common, files: { metrics: string }) {
 async function runPair(pair: PairSetting, c: Common, files: { metrics: string }) {
   // One metrics file per adapter: metrics-<setting>.jsonl.
   const [a, b] = pair.pair.map(setting) as [Setting, Setting];
+  // Each runs its own setting's length (as alone), shortened by the run's --steps.
+  const stepsOf = (s: Setting) => Math.min(s.steps, c.options.steps);
   const metricsOf = (s: Setting) => files.metrics.replace(/\.jsonl$/, `-${s.name}.jsonl`);
   const sinkOf = async (s: Setting, quiet: boolean) => {
     await rm(metricsOf(s), { force: true });
     const metric = s.metric ?? "reward/mean";
-    return fanOut(...sinksFor(metricsOf(s), c.options.steps, { quiet, metric }));
+    return fanOut(...sinksFor(metricsOf(s), stepsOf(s), { quiet, metric }));
   };
   const shared = service(c, "shared");
   const quiet = c.options.quiet ?? false;
   const [runA, runB] = await Promise.all([
-    train(c, shared, a, await sinkOf(a, quiet)),
-    train(c, shared, b, await sinkOf(b, true)),
+    train(c, shared, a, await sinkOf(a, quiet), stepsOf(a)),
+    train(c, shared, b, await sinkOf(b, true), stepsOf(b)),
   ]);
-  const alone = await train(c, service(c, "alone"), a, new MemorySink());
+  const alone = await train(c, service(c, "alone"), a, new MemorySink(), stepsOf(a));
   const keptA = await keepSnapshots(runA, c.options.outDir, `-${a.name}`);
   const keptB = await keepSnapshots(runB, c.options.outDir, `-${b.name}`);
   const identical =
@@ -262,7 +272,10 @@ async function runPair(pair: PairSetting, c: Common, files: { metrics: string })
     summary: {
       ...runA.summary,
       setting: pair.name,
-      members: [runA.summary, runB.summary],
+      members: [
+        { ...runA.summary, steps: stepsOf(a) },
+        { ...runB.summary, steps: stepsOf(b) },
+      ],
       isolation: {
         aloneStateSha256: alone.summary.stateSha256,
         aloneSnapshotChecksum: alone.summary.snapshotChecksum,

@@ -6,7 +6,7 @@ import { RL_PRESETS, type RlPreset } from "@opentinker/protocol";
 import type { EnvGroupBuilder, RendererTokenizer, RlDataset } from "@opentinker/sdk";
 import { describe, expect, it } from "vitest";
 import { builtInModel, DEFAULT_TEXT_MODEL } from "../registry.ts";
-import { SETTINGS } from "./settings.ts";
+import { PAIR_SETTINGS, SETTINGS } from "./settings.ts";
 import { CHECK_BATCHES } from "./train-setting.ts";
 
 const SETTING_OF: Record<keyof typeof RL_PRESETS, string> = {
@@ -33,6 +33,8 @@ describe("experiment settings and presets", () => {
       expect(setting.lossFn).toBe(preset.config.lossFn);
       expect(setting.learningRate).toBe(preset.config.adam.learningRate);
       expect(setting.gradClipNorm ?? 0).toBe(preset.config.adam.gradClipNorm);
+      expect(setting.referenceKl ?? 0).toBe(preset.config.referenceKl);
+      expect(setting.steps).toBe(preset.config.steps);
       expect(setting.metric ?? "reward/mean").toBe(preset.metric);
       const ctx = { tokenizer: await tokenizer(setting.model ?? DEFAULT_TEXT_MODEL), seed: 1, steps: 3 };
       const train = setting.train(ctx);
@@ -50,6 +52,15 @@ describe("experiment settings and presets", () => {
       expect(envs.length % preset.config.validation.groupSize).toBe(0);
     });
   }
+});
+
+describe("pair settings", () => {
+  it("run each member for its own setting's steps, so each trains as it would alone", () => {
+    for (const pair of Object.values(PAIR_SETTINGS)) {
+      const steps = pair.pair.map((name) => SETTINGS[name]?.steps ?? Number.NaN);
+      expect(pair.steps).toBe(Math.max(...steps));
+    }
+  });
 });
 
 describe("a training format penalty", () => {

@@ -77,6 +77,7 @@ export interface Setting {
 export interface PairSetting {
   name: string;
   description: string;
+  /** The longer member's steps: each member runs its own setting's length, as it would alone. */
   steps: number;
   pair: readonly [string, string];
 }
@@ -179,6 +180,15 @@ const arithmeticLoraRl = loraRl(
   RL_PRESETS.arithmetic,
 );
 
+// Its metric is success (the secret found within the turns), like every other
+// setting's figure; the mean reward, which also pays for speed, is in the summary too.
+const guessNumberLoraRl = loraRl(
+  "guess-number-lora-rl",
+  "multi-turn text, LoRA r=16, GRPO (ppo)",
+  guess,
+  RL_PRESETS["guess-number"],
+);
+
 export const SETTINGS: Record<string, Setting> = {
   "arithmetic-lora-rl": arithmeticLoraRl,
   "arithmetic-full-sft-rl": {
@@ -193,14 +203,7 @@ export const SETTINGS: Record<string, Setting> = {
     policy: "full",
     sft: arithmeticSft,
   },
-  // Its metric is success (the secret found within the turns), like every other
-  // setting's figure; the mean reward, which also pays for speed, is in the summary too.
-  "guess-number-lora-rl": loraRl(
-    "guess-number-lora-rl",
-    "multi-turn text, LoRA r=16, GRPO (ppo)",
-    guess,
-    RL_PRESETS["guess-number"],
-  ),
+  "guess-number-lora-rl": guessNumberLoraRl,
   "nim-selfplay-lora-rl": {
     name: "nim-selfplay-lora-rl",
     description: "two-agent self-play, LoRA r=16; validation: games won against the random player",
@@ -217,6 +220,7 @@ export const SETTINGS: Record<string, Setting> = {
     learningRate: nim.config.adam.learningRate,
     gradClipNorm: nim.config.adam.gradClipNorm,
     lrSchedule: nim.config.lrSchedule,
+    referenceKl: nim.config.referenceKl,
     metric: nim.metric,
     evaluations: { "vs-optimal": (ctx) => nimAgainst(ctx, "optimal") },
   },
@@ -243,12 +247,17 @@ export const SETTINGS: Record<string, Setting> = {
   },
 };
 
+const pairOf = (name: string, description: string, pair: readonly [Setting, Setting]): PairSetting => ({
+  name,
+  description,
+  pair: [pair[0].name, pair[1].name],
+  steps: Math.max(pair[0].steps, pair[1].steps),
+});
+
 export const PAIR_SETTINGS: Record<string, PairSetting> = {
-  "two-adapters-lora-rl": {
-    name: "two-adapters-lora-rl",
-    description:
-      "arithmetic and guess-number LoRA RL at once over one base and one sampler; arithmetic is then retrained alone and compared byte for byte",
-    pair: ["arithmetic-lora-rl", "guess-number-lora-rl"],
-    steps: 300,
-  },
+  "two-adapters-lora-rl": pairOf(
+    "two-adapters-lora-rl",
+    "arithmetic and guess-number LoRA RL at once over one base and one sampler, each for its own steps; arithmetic is then retrained alone and compared byte for byte",
+    [arithmeticLoraRl, guessNumberLoraRl],
+  ),
 };
