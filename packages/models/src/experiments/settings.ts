@@ -123,19 +123,24 @@ const shapes = bySplit(shapesDataset, groupsOf(RL_PRESETS.shapes));
 // Calculator validation: 128 problems, half held-out large ones, once each.
 const calculator = bySplit(calculatorDataset, groupsOf(RL_PRESETS.calculator));
 
-/** LoRA r=16 GRPO: `ctx.steps` batches of the training split, validated on one batch of the held-out split. */
-const loraRl = (name: string, description: string, dataset: SplitDataset, preset: RlPreset): Setting => ({
-  name,
-  description,
+/** What a setting takes of its environment's preset: every setting reads it here, so none misses a field. */
+const fromPreset = (preset: RlPreset) => ({
   steps: preset.config.steps,
-  train: (ctx) => dataset(ctx, "train", ctx.steps),
-  validation: (ctx, batches = 1) => dataset(ctx, "validation", batches),
   lossFn: preset.config.lossFn,
   learningRate: preset.config.adam.learningRate,
   gradClipNorm: preset.config.adam.gradClipNorm,
   lrSchedule: preset.config.lrSchedule,
   referenceKl: preset.config.referenceKl,
   metric: preset.metric,
+});
+
+/** LoRA r=16 GRPO: `ctx.steps` batches of the training split, validated on one batch of the held-out split. */
+const loraRl = (name: string, description: string, dataset: SplitDataset, preset: RlPreset): Setting => ({
+  name,
+  description,
+  ...fromPreset(preset),
+  train: (ctx) => dataset(ctx, "train", ctx.steps),
+  validation: (ctx, batches = 1) => dataset(ctx, "validation", batches),
 });
 
 const nim = RL_PRESETS.nim;
@@ -207,7 +212,7 @@ export const SETTINGS: Record<string, Setting> = {
   "nim-selfplay-lora-rl": {
     name: "nim-selfplay-lora-rl",
     description: "two-agent self-play, LoRA r=16; validation: games won against the random player",
-    steps: nim.config.steps,
+    ...fromPreset(nim),
     train: (ctx) =>
       nimSelfPlayDataset({
         seed: ctx.seed,
@@ -216,12 +221,6 @@ export const SETTINGS: Record<string, Setting> = {
         games: nim.config.groupSize,
       }),
     validation: (ctx, batches) => nimAgainst(ctx, "random", batches),
-    lossFn: nim.config.lossFn,
-    learningRate: nim.config.adam.learningRate,
-    gradClipNorm: nim.config.adam.gradClipNorm,
-    lrSchedule: nim.config.lrSchedule,
-    referenceKl: nim.config.referenceKl,
-    metric: nim.metric,
     evaluations: { "vs-optimal": (ctx) => nimAgainst(ctx, "optimal") },
   },
   "shapes-lora-rl": {
