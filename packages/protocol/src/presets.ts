@@ -56,7 +56,7 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
   // 8 games × 8 attempts; validation on 64 games × 2 in the held-out range; success is finding the secret.
   "guess-number": {
     config: {
-      steps: 300,
+      steps: 600,
       groupsPerStep: 8,
       groupSize: 8,
       lossFn: "ppo",
@@ -65,9 +65,11 @@ export const RL_PRESETS: Readonly<Record<BuiltinEnvironment, RlPreset>> = {
       adam: { learningRate: 1e-3, gradClipNorm: 1 },
       lrSchedule: "constant",
       sampling: {},
-      // Arithmetic's KL stops its learning (0.05–0.3; docs/results.md).
-      referenceKl: 0,
-      validation: quarterly(300, 64, 2),
+      // Without a KL malformed guesses rose on some seeds and machines; arithmetic's
+      // 0.2 (and 0.05–0.3) stops its learning. A small one over twice the steps holds
+      // them and still learns (docs/results.md; chosen on development seeds 4, 5, 6).
+      referenceKl: 0.01,
+      validation: quarterly(600, 64, 2),
     },
     metric: "env/found",
   },
