@@ -10,6 +10,7 @@ import {
   riseZ,
   spliceResults,
   TARGET,
+  trainingSeconds,
 } from "./results.ts";
 import type { ExperimentSummary, RunSummary } from "./run.ts";
 import { CHECK_BATCHES } from "./train-setting.ts";
@@ -82,6 +83,32 @@ describe("the results target", () => {
       .split("\n")
       .filter((l) => /^\| (long|short) /.test(l));
     expect(rows.map((l) => l.split(" | ")[2])).toEqual(["800", "300"]);
+  });
+
+  it("a pair's time is training both, without the solo rerun that checks isolation", () => {
+    const pair: ExperimentSummary = {
+      ...run({ setting: "pair" }),
+      seed: 1,
+      steps: 800,
+      model: "m",
+      overrides: {},
+      seconds: 1300,
+      machine: { cpu: "cpu", kernels: {} as ExperimentSummary["machine"]["kernels"] },
+      members: [run({ setting: "long", steps: 800 }), run({ setting: "short", steps: 300 })],
+      isolation: { aloneStateSha256: "a", aloneSnapshotChecksum: "b", identical: true, seconds: 400 },
+      files: { metrics: "", summary: "", plot: "", best: [], end: [] },
+    };
+    expect(trainingSeconds(pair)).toBe(900);
+    const table = resultsTable("pair", "cmd", [pair]);
+    const rows = table.split("\n").filter((l) => /^\| (long|short) /.test(l));
+    expect(rows.map((l) => l.split(" | ").slice(-2))).toEqual([
+      ["900 s", "met |"],
+      ["900 s", "met |"],
+    ]);
+    expect(table).toContain("byte-identical to its solo rerun (400 s, not in the time column).");
+    // Without the rerun's own time (older summaries) the whole run counts, as before.
+    const older = { aloneStateSha256: "a", aloneSnapshotChecksum: "b", identical: true };
+    expect(trainingSeconds({ ...pair, isolation: older })).toBe(1300);
   });
 
   it("a setting's block is replaced between its markers, and only there", () => {

@@ -71,12 +71,16 @@ export function malformedWhere(run: RunSummary): string | null {
   return `the end's ${total} malformed by input, most first: ${each.join("; ")}.`;
 }
 
+/** The run's wall time without a pair's solo rerun, which checks isolation and is no part of training. */
+export const trainingSeconds = (s: ExperimentSummary): number => s.seconds - (s.isolation?.seconds ?? 0);
+
 function row(s: ExperimentSummary, run: RunSummary): string {
-  const check = checkRun(run, s.seconds);
+  const seconds = trainingSeconds(s);
+  const check = checkRun(run, seconds);
   const sft = run.validationAfterSft === undefined ? "" : ` → ${pct(run.validationAfterSft)} (SFT)`;
   const best = `${pct(run.best.value)} (step ${run.best.step})`;
   const target = check.met ? "met" : `**not met**: ${check.misses.join("; ")}`;
-  return `| ${run.setting} | ${s.seed} | ${run.steps ?? s.steps} | ${run.metric} | ${pct(run.validationStart)}${sft} → ${pct(run.validationEnd)} | ${points(check.gain)} | ${best} | ${malformedCell(run)} | ${Math.round(s.seconds)} s | ${target} |`;
+  return `| ${run.setting} | ${s.seed} | ${run.steps ?? s.steps} | ${run.metric} | ${pct(run.validationStart)}${sft} → ${pct(run.validationEnd)} | ${points(check.gain)} | ${best} | ${malformedCell(run)} | ${Math.round(seconds)} s | ${target} |`;
 }
 
 /** The generated table of a setting's runs, one row per trained policy and seed. */
@@ -96,7 +100,7 @@ export function resultsTable(
     if (s.isolation)
       lines.push(
         "",
-        `Seed ${s.seed}: the first adapter is ${s.isolation.identical ? "byte-identical" : "**not** identical"} to its solo rerun.`,
+        `Seed ${s.seed}: the first adapter is ${s.isolation.identical ? "byte-identical" : "**not** identical"} to its solo rerun${s.isolation.seconds === undefined ? "" : ` (${Math.round(s.isolation.seconds)} s, not in the time column)`}.`,
       );
     for (const [name, e] of Object.entries(s.evaluations ?? {}))
       lines.push("", `Seed ${s.seed}, ${name}: ${pct(e.start)} → ${pct(e.end)}.`);

@@ -110,6 +110,9 @@ describe("the experiment runner", () => {
       expect(summary.members?.map((m) => m.steps)).toEqual([2, 2]);
       expect(summary.isolation).toMatchObject({ identical: true });
       expect(summary.isolation?.aloneStateSha256).toBe(summary.stateSha256);
+      // The solo rerun's own time, which the results table leaves out of the pair's.
+      expect(summary.isolation?.seconds).toBeGreaterThan(0);
+      expect(summary.isolation?.seconds).toBeLessThan(summary.seconds);
       for (const file of summary.files.memberMetrics ?? []) expect(await readJsonl(file)).toHaveLength(2);
       expect(summary.files.memberMetrics).toHaveLength(2);
     });

@@ -85,7 +85,13 @@ export interface ExperimentSummary extends RunSummary {
   machine: { cpu: string; kernels: AddonInfo };
   /** Pair settings: each adapter's result, and whether the first matched its solo rerun. */
   members?: RunSummary[];
-  isolation?: { aloneStateSha256: string; aloneSnapshotChecksum: string; identical: boolean };
+  isolation?: {
+    aloneStateSha256: string;
+    aloneSnapshotChecksum: string;
+    identical: boolean;
+    /** The solo rerun's wall time: the check, within `seconds` but not part of training the pair (older summaries lack it). */
+    seconds?: number;
+  };
   files: {
     metrics: string;
     summary: string;
@@ -262,7 +268,9 @@ async function runPair(pair: PairSetting, c: Common, files: { metrics: string })
     train(c, shared, a, await sinkOf(a, quiet), stepsOf(a)),
     train(c, shared, b, await sinkOf(b, true), stepsOf(b)),
   ]);
+  const aloneStarted = performance.now();
   const alone = await train(c, service(c, "alone"), a, new MemorySink(), stepsOf(a));
+  const aloneSeconds = Math.round((performance.now() - aloneStarted) / 100) / 10;
   const keptA = await keepSnapshots(runA, c.options.outDir, `-${a.name}`);
   const keptB = await keepSnapshots(runB, c.options.outDir, `-${b.name}`);
   const identical =
@@ -280,6 +288,7 @@ async function runPair(pair: PairSetting, c: Common, files: { metrics: string })
         aloneStateSha256: alone.summary.stateSha256,
         aloneSnapshotChecksum: alone.summary.snapshotChecksum,
         identical,
+        seconds: aloneSeconds,
       },
     },
     files: {
