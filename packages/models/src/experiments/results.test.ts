@@ -67,41 +67,34 @@ describe("the results target", () => {
     );
   });
 
+  /** A pair's summary: a member of 800 steps ("long") and one of 300 ("short"). */
+  const pairSummary = (over: Partial<ExperimentSummary>): ExperimentSummary => ({
+    ...run({ setting: "pair" }),
+    seed: 1,
+    steps: 800,
+    model: "m",
+    overrides: {},
+    seconds: 700,
+    machine: { cpu: "cpu", kernels: {} as ExperimentSummary["machine"]["kernels"] },
+    members: [run({ setting: "long", steps: 800 }), run({ setting: "short", steps: 300 })],
+    files: { metrics: "", summary: "", plot: "", best: [], end: [] },
+    ...over,
+  });
+  const memberRows = (table: string) => table.split("\n").filter((l) => /^\| (long|short) /.test(l));
+
   it("a pair's rows give each member's own steps", () => {
-    const pair: ExperimentSummary = {
-      ...run({ setting: "pair" }),
-      seed: 1,
-      steps: 800,
-      model: "m",
-      overrides: {},
-      seconds: 700,
-      machine: { cpu: "cpu", kernels: {} as ExperimentSummary["machine"]["kernels"] },
-      members: [run({ setting: "long", steps: 800 }), run({ setting: "short", steps: 300 })],
-      files: { metrics: "", summary: "", plot: "", best: [], end: [] },
-    };
-    const rows = resultsTable("pair", "cmd", [pair])
-      .split("\n")
-      .filter((l) => /^\| (long|short) /.test(l));
+    const rows = memberRows(resultsTable("pair", "cmd", [pairSummary({})]));
     expect(rows.map((l) => l.split(" | ")[2])).toEqual(["800", "300"]);
   });
 
   it("a pair's time is training both, without the solo rerun that checks isolation", () => {
-    const pair: ExperimentSummary = {
-      ...run({ setting: "pair" }),
-      seed: 1,
-      steps: 800,
-      model: "m",
-      overrides: {},
+    const pair = pairSummary({
       seconds: 1300,
-      machine: { cpu: "cpu", kernels: {} as ExperimentSummary["machine"]["kernels"] },
-      members: [run({ setting: "long", steps: 800 }), run({ setting: "short", steps: 300 })],
       isolation: { aloneStateSha256: "a", aloneSnapshotChecksum: "b", identical: true, seconds: 400 },
-      files: { metrics: "", summary: "", plot: "", best: [], end: [] },
-    };
+    });
     expect(trainingSeconds(pair)).toBe(900);
     const table = resultsTable("pair", "cmd", [pair]);
-    const rows = table.split("\n").filter((l) => /^\| (long|short) /.test(l));
-    expect(rows.map((l) => l.split(" | ").slice(-2))).toEqual([
+    expect(memberRows(table).map((l) => l.split(" | ").slice(-2))).toEqual([
       ["900 s", "met |"],
       ["900 s", "met |"],
     ]);

@@ -174,6 +174,9 @@ function sinksFor(file: string, steps: number, run: { quiet?: boolean; metric: s
   return sinks;
 }
 
+/** Wall seconds since `started` (a performance.now() reading), to a tenth. */
+const secondsSince = (started: number) => Math.round((performance.now() - started) / 100) / 10;
+
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentSummary> {
   const pair = PAIR_SETTINGS[options.name];
   const single = pair ? undefined : setting(options.name);
@@ -197,7 +200,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       steps: options.steps,
       model: base.name,
       overrides: overridesOf(options),
-      seconds: Math.round((performance.now() - started) / 100) / 10,
+      seconds: secondsSince(started),
       machine: whereItRan(),
       files: { ...files, ...result.files },
     };
@@ -270,7 +273,7 @@ async function runPair(pair: PairSetting, c: Common, files: { metrics: string })
   ]);
   const aloneStarted = performance.now();
   const alone = await train(c, service(c, "alone"), a, new MemorySink(), stepsOf(a));
-  const aloneSeconds = Math.round((performance.now() - aloneStarted) / 100) / 10;
+  const aloneSeconds = secondsSince(aloneStarted);
   const keptA = await keepSnapshots(runA, c.options.outDir, `-${a.name}`);
   const keptB = await keepSnapshots(runB, c.options.outDir, `-${b.name}`);
   const identical =
