@@ -1,6 +1,6 @@
 // Bad input over HTTP: refused with a 4xx whose message names what was wrong,
 // and nothing written.
-import { registerBaseModel } from "@opentinker/db";
+import { publishSnapshot, registerBaseModel } from "@opentinker/db";
 import { describeBaseModel } from "@opentinker/engine";
 import { builtInModel } from "@opentinker/models";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -344,6 +344,89 @@ describe("bad input over HTTP", () => {
     }
     await cp.t.db.environment.delete({ where: { id: env.id } });
     expect((await written()).slice(0, 3)).toEqual(before.slice(0, 3));
+  });
+
+  it("takes a KL reference only from the team's snapshots over the adapter's base model", async () => {
+    const other = await cp.team("bad-other");
+    const publish = async (owner: Team, baseModel: string) => {
+      const made = await cp.api<{ id: string }>(owner.key, "POST", "/v1/adapters", {
+        name: "ref",
+        baseModel,
+        rank: 2,
+      });
+      const stored = { path: "snapshots/never-read", checksum: "0".repeat(64), trainerStep: 0 };
+      return (await publishSnapshot(cp.t.db, owner.id, { adapterId: made.body.id, ...stored })).handle;
+    };
+    const [theirs, overVl] = [await publish(other, BASE), await publish(team, VL)];
+    const unknown = `opentinker://${team.slug}/${adapterId}/sampler/99`;
+    const env = await cp.t.db.environment.create({
+      data: { teamId: team.id, name: "ref-env", kind: "BUILTIN", builtin: "arithmetic" },
+    });
+    const before = await written();
+    const rl = {
+      modelInput: tokens([1, 2]),
+      lossFnInputs: {
+        targetTokens: tensor("int64", [2, 3]),
+        logprobs: tensor("float32", [0, 0]),
+        advantages: tensor("float32", [1, 1]),
+        mask: tensor("float32", [1, 1]),
+      },
+    };
+    const fb = (lossFnConfig: object) => ({ adapterId, data: [rl], lossFn: "ppo", lossFnConfig });
+    const job = (config: object) => ({
+      kind: "RL",
+      adapterId,
+      environmentId: env.id,
+      config: { steps: 1, ...config },
+    });
+    const cases: [string, object, number, string | RegExp][] = [
+      [
+        "/v1/training/forward-backward",
+        fb({ referenceKl: 0.1, referenceModel: theirs }),
+        404,
+        `snapshot ${theirs} not found`,
+      ],
+      [
+        "/v1/training/forward-backward",
+        fb({ referenceKl: 0.1, referenceModel: unknown }),
+        404,
+        `snapshot ${unknown} not found`,
+      ],
+      [
+        "/v1/training/forward-backward",
+        fb({ referenceKl: 0.1, referenceModel: overVl }),
+        400,
+        new RegExp(
+          `^lossFnConfig\\.referenceModel: ${overVl} is a snapshot over ${VL}, not the adapter's base model ${BASE}`,
+        ),
+      ],
+      [
+        "/v1/training/forward-backward",
+        fb({ referenceModel: unknown }),
+        400,
+        /^lossFnConfig\.referenceModel: names the reference of referenceKl, which is 0/,
+      ],
+      ["/v1/jobs", job({ referenceKl: 0.1, referenceModel: theirs }), 404, `snapshot ${theirs} not found`],
+      [
+        "/v1/jobs",
+        job({ referenceKl: 0.1, referenceModel: overVl }),
+        400,
+        /^config\.referenceModel: .* is a snapshot over another base model/,
+      ],
+      [
+        "/v1/jobs",
+        job({ referenceModel: unknown }),
+        400,
+        /^config\.referenceModel: names the reference of referenceKl/,
+      ],
+    ];
+    for (const [route, body, status, message] of cases) {
+      const response = await cp.api<{ message: string }>(team.key, "POST", route, body);
+      expect(response.status, `${route} ${JSON.stringify(body).slice(0, 160)}`).toBe(status);
+      expect(response.body.message, route).toMatch(message);
+    }
+    expect(await written()).toEqual(before);
+    await cp.t.db.environment.delete({ where: { id: env.id } });
   });
 
   it("takes JSON types as they are: no string, array or null becomes a number or a boolean", async () => {

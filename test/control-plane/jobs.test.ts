@@ -159,7 +159,18 @@ describe("server-side RL jobs", () => {
 
   it("resume on another worker from the last checkpoint when their worker is killed", async () => {
     const steps = 10;
+    // A KL to a snapshot named by handle: the worker that takes the job over must load the same reference.
+    const ref = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
+      name: "rl-fault-ref",
+      baseModel: BASE,
+      rank: 4,
+    });
+    const reference = await cp.call<{ handle: string }>(team.key, "/v1/training/save-weights-for-sampler", {
+      adapterId: ref.body.id,
+    });
     const { adapterId, jobId } = await createRlJob("rl-fault", {
+      referenceKl: 0.05,
+      referenceModel: reference.handle,
       steps,
       groupsPerStep: 2,
       groupSize: 4,
@@ -190,6 +201,7 @@ describe("server-side RL jobs", () => {
     // steps in the stored history.
     const trained = await cp.t.db.metric.count({ where: { jobId, name: "step/value" } });
     expect(trained).toBe(steps);
+    expect(await cp.t.db.metric.count({ where: { jobId, name: "reference_kl/mean" } })).toBe(steps);
     const final = await cp.t.db.checkpoint.findFirstOrThrow({ where: { jobId }, orderBy: { step: "desc" } });
     expect(final.step).toBe(trained);
     expect((await cp.t.db.adapter.findUniqueOrThrow({ where: { id: adapterId } })).step).toBe(trained);

@@ -49,6 +49,22 @@ describe("control plane, end to end", () => {
     });
     expect(sample.sequences).toHaveLength(2);
     expect(sample.sequences[0]?.tokens).toHaveLength(4);
+    // A KL to the snapshot just published (the worker loads it by handle, within the team) is 0; to the base it is not.
+    const klTo = async (config: object) => {
+      const fb = await cp.call<{ metrics: Record<string, number> }>(
+        team.key,
+        "/v1/training/forward-backward",
+        {
+          adapterId,
+          data: [datum],
+          lossFn: "cross_entropy",
+          lossFnConfig: { referenceKl: 0.5, ...config },
+        },
+      );
+      return fb.metrics["reference_kl:mean"];
+    };
+    expect(await klTo({ referenceModel: saved.handle })).toBeCloseTo(0, 6);
+    expect(await klTo({})).toBeGreaterThan(1e-6);
   }, 60_000);
 });
 

@@ -134,6 +134,13 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
     return findPublishedCheckpoint(this.db, team, adapter, name);
   }
 
+  findSnapshot(where: PolicyLocation, handle: string): Promise<SnapshotRecord | null> {
+    return this.resolveInTeam(where.teamId, handle).catch((e: unknown) => {
+      if (e instanceof UnknownHandleError) return null;
+      throw e;
+    });
+  }
+
   latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null> {
     return latestCheckpoint(this.db, where.teamId, where.adapter);
   }

@@ -23,8 +23,11 @@ export interface JobSize {
 
 export interface EnqueueJobInput extends CreateJobInput {
   size: JobSize;
-  /** A snapshot the job samples (EVAL): it must be the team's, over the adapter's base model. */
-  handle?: string;
+  /**
+   * A snapshot the job's config names (EVAL: the one it samples; RL: its KL's
+   * reference) and the field that names it: the team's, over the adapter's base model.
+   */
+  snapshot?: { handle: string; field: string };
 }
 
 /** Queues a job's run for any worker (queueTasks.job: retried, one queued run per job). */
@@ -101,7 +104,7 @@ export async function cancelJob(db: DbTx, teamId: string, jobId: string) {
  * concurrent-job quota holds exactly, and an adapter runs one job at a time.
  */
 export function enqueueJob(db: Db, teamId: string, input: EnqueueJobInput) {
-  const { size, handle, ...job } = input;
+  const { size, snapshot: _, ...job } = input;
   return db.$transaction(async (tx) => {
     await lockTeam(tx, "jobs", teamId);
     const team = await tx.team.findUnique({
@@ -150,16 +153,16 @@ async function checkJobObjects(tx: DbTx, teamId: string, input: EnqueueJobInput)
         `adapterId: ${visionModelRequired(env.builtin ?? "", adapter.baseModel.name)} (adapter ${adapter.id})`,
       );
   }
-  if (input.handle) await checkJobPolicy(tx, teamId, adapter, input.handle);
+  if (input.snapshot) await checkJobSnapshot(tx, teamId, adapter, input.snapshot);
   return adapter;
 }
 
 /** A job's snapshot, resolved within the team; another team's answers like an unknown one. */
-async function checkJobPolicy(
+async function checkJobSnapshot(
   tx: DbTx,
   teamId: string,
   adapter: { id: string; baseModelId: string },
-  handle: string,
+  { handle, field }: { handle: string; field: string },
 ): Promise<void> {
   const snapshot = await tx.snapshot.findFirst({
     where: { teamId, handle },
@@ -167,5 +170,7 @@ async function checkJobPolicy(
   });
   if (!snapshot) throw new NotFoundError(`snapshot ${handle} not found`);
   if (snapshot.adapter.baseModelId !== adapter.baseModelId)
-    throw new RangeError(`config.handle: ${handle} samples another base model than adapter ${adapter.id}`);
+    throw new RangeError(
+      `${field}: ${handle} is a snapshot over another base model than adapter ${adapter.id}'s`,
+    );
 }

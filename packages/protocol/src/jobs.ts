@@ -2,7 +2,14 @@
 // service run the RL, SFT or evaluation loop for it, and how the API shows them.
 import { z } from "zod";
 import { ZSamplerHandle } from "./handles.ts";
-import { ZAdamParams, ZLrSchedule, ZReferenceKl } from "./losses.ts";
+import {
+  namesUnusedReference,
+  UNUSED_REFERENCE,
+  ZAdamParams,
+  ZLrSchedule,
+  ZReferenceKl,
+  ZReferenceModel,
+} from "./losses.ts";
 import { idRequest } from "./resources.ts";
 import { ZSamplingKnobs } from "./sampling.ts";
 import { configByKind, delegate } from "./wire-by-kind.ts";
@@ -53,7 +60,10 @@ export const ZRlJobConfig = z
     sampling: ZSamplingSettings.default({}).describe("Omitted: the sampler's defaults (temperature 1)."),
     scaleByStd: z.boolean().default(false).describe("Omitted: false."),
     referenceKl: ZReferenceKl.default(0).describe(
-      "Weight of a full-vocabulary KL to the frozen base model at every position of each sequence (lossFnConfig.referenceKl). Omitted: 0 (none).",
+      "Weight of a full-vocabulary KL to the frozen base model (or to referenceModel) at every position of each sequence (lossFnConfig.referenceKl). Omitted: 0 (none).",
+    ),
+    referenceModel: ZReferenceModel.optional().describe(
+      "A sampler handle of one of the team's snapshots over the adapter's base model, which referenceKl then holds the policy near instead of the frozen base (lossFnConfig.referenceModel): e.g. the adapter's version after an SFT job, so RL keeps what SFT taught. Needs referenceKl > 0. Omitted: the frozen base.",
     ),
     /** Skip groups whose rewards are all equal (no signal); false trains on them with zero advantage. */
     dropConstantGroups: z.boolean().default(true).describe("Omitted: true."),
@@ -71,7 +81,8 @@ export const ZRlJobConfig = z
       ),
     retention: ZRetention.default(DEFAULT_RETENTION).describe(`Omitted: "${DEFAULT_RETENTION}".`),
   })
-  .strict();
+  .strict()
+  .refine((c) => !namesUnusedReference(c), { path: ["referenceModel"], message: UNUSED_REFERENCE });
 export type RlJobConfig = z.infer<typeof ZRlJobConfig>;
 export type RlJobConfigInput = z.input<typeof ZRlJobConfig>;
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DIVERGENCE_BOUNDS } from "./divergence.ts";
+import { ZSamplerHandle } from "./handles.ts";
 import { ZTensorData } from "./tensor.ts";
 
 /** Server-side losses, summed over target tokens (DESIGN.md C10); cispo and dro as Tinker defines them. */
@@ -11,7 +12,15 @@ export type RlLossFn = Exclude<LossFn, "cross_entropy">;
 // beta: Tinker documents no default for dro; 0.05 is the value its own example passes.
 const LOSS_FN_DEFAULTS = { clipLowThreshold: 0.8, clipHighThreshold: 1.2, beta: 0.05, referenceKl: 0 };
 
-const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number }, ctx: z.RefinementCtx) => {
+interface LossFnConfigChecks {
+  clipLowThreshold?: number;
+  clipHighThreshold?: number;
+  referenceKl?: number;
+  referenceModel?: string;
+}
+
+/** What no single field can check: the clip range's order, and a reference with no KL to weigh it. */
+const crossChecks = (c: LossFnConfigChecks, ctx: z.RefinementCtx) => {
   const low = c.clipLowThreshold ?? LOSS_FN_DEFAULTS.clipLowThreshold;
   const high = c.clipHighThreshold ?? LOSS_FN_DEFAULTS.clipHighThreshold;
   if (low > high)
@@ -20,16 +29,35 @@ const clipOrder = (c: { clipLowThreshold?: number; clipHighThreshold?: number },
       path: ["clipLowThreshold"],
       message: `${low} exceeds clipHighThreshold ${high}`,
     });
+  if (namesUnusedReference(c))
+    ctx.addIssue({ code: "custom", path: ["referenceModel"], message: UNUSED_REFERENCE });
 };
+
+/** A config that names a KL reference with the KL off: refused, since the reference would do nothing. */
+export const namesUnusedReference = (c: { referenceKl?: number; referenceModel?: string }): boolean =>
+  c.referenceModel !== undefined && !(c.referenceKl && c.referenceKl > 0);
+export const UNUSED_REFERENCE =
+  "names the reference of referenceKl, which is 0 (off): set referenceKl > 0 or leave it out";
 
 /**
  * forwardBackward (an OpenTinker extension): weight of a full-vocabulary
- * KL(π_base ‖ π) at every position of each datum whose target is a token
- * (prompt, observations and actions alike), π_base the frozen base model's
- * next-token distribution. It holds every token's probability near the base's,
- * sampled or not, where the sampled-token penalties cannot. 0: off.
+ * KL(π_ref ‖ π) at every position of each datum whose target is a token
+ * (prompt, observations and actions alike), π_ref the reference's next-token
+ * distribution (the frozen base model's unless referenceModel names another).
+ * It holds every token's probability near the reference's, sampled or not,
+ * where the sampled-token penalties cannot. 0: off.
  */
 export const ZReferenceKl = z.number().nonnegative().finite();
+
+/**
+ * forwardBackward (an OpenTinker extension): the policy referenceKl holds the
+ * trained one near, in place of the frozen base — a sampler handle of one of
+ * the team's snapshots (or one another team publishes) over the same base
+ * model, e.g. the policy RL starts from after SFT, so the KL keeps what SFT
+ * taught. A snapshot never changes, so every call that names it, on any
+ * worker and after any restart, measures against the same policy.
+ */
+export const ZReferenceModel = ZSamplerHandle;
 
 const lossFnSettings = {
   /** ppo and cispo: the ratio is clipped to [clipLowThreshold, clipHighThreshold]. */
@@ -38,6 +66,7 @@ const lossFnSettings = {
   /** dro: weight of the quadratic penalty ½·beta·(logp − logp_sampler)². */
   beta: z.number().nonnegative().finite(),
   referenceKl: ZReferenceKl,
+  referenceModel: ZReferenceModel,
 };
 
 export const ZLossFnConfig = z
@@ -46,12 +75,13 @@ export const ZLossFnConfig = z
     clipHighThreshold: lossFnSettings.clipHighThreshold.default(LOSS_FN_DEFAULTS.clipHighThreshold),
     beta: lossFnSettings.beta.default(LOSS_FN_DEFAULTS.beta),
     referenceKl: lossFnSettings.referenceKl.default(LOSS_FN_DEFAULTS.referenceKl),
+    referenceModel: lossFnSettings.referenceModel.optional(),
   })
-  .superRefine(clipOrder);
+  .superRefine(crossChecks);
 export type LossFnConfig = z.infer<typeof ZLossFnConfig>;
 
 /** Loss-function settings a call may override; checked together with the defaults of the rest. */
-export const ZLossFnConfigInput = z.object(lossFnSettings).partial().strict().superRefine(clipOrder);
+export const ZLossFnConfigInput = z.object(lossFnSettings).partial().strict().superRefine(crossChecks);
 
 /** Which lossFnInputs each loss needs (all on the target axis, one value per target). */
 export const LOSS_INPUTS: Record<LossFn, readonly string[]> = {

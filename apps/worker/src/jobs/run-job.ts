@@ -8,6 +8,7 @@ import { type PolicySession, tokenizerOf, visionDims } from "@opentinker/engine"
 import {
   bestMetricOf,
   formatJobCheckpointName,
+  type RlJobConfig,
   ZEvalJobConfig,
   ZRlJobConfig,
   ZSftJobConfig,
@@ -67,6 +68,12 @@ function validationResult(job: RunnableJob, step: RlStep) {
   return { adapterId: job.adapterId, version: step.validated.version, metric, value, step: step.step };
 }
 
+/** The KL of an RL job's training calls: to the frozen base, or to the snapshot its config names. */
+const referenceKlConfig = ({ referenceKl, referenceModel }: RlJobConfig) => ({
+  referenceKl,
+  ...(referenceModel ? { referenceModel } : {}),
+});
+
 async function runRl(run: JobRun): Promise<void> {
   const { host, job, session } = run;
   const config = ZRlJobConfig.parse(job.config);
@@ -85,7 +92,7 @@ async function runRl(run: JobRun): Promise<void> {
     lrSchedule: config.lrSchedule,
     sampling: config.sampling,
     advantages: { scaleByStd: config.scaleByStd, dropConstantGroups: config.dropConstantGroups },
-    ...(config.referenceKl > 0 ? { lossFnConfig: { referenceKl: config.referenceKl } } : {}),
+    ...(config.referenceKl > 0 ? { lossFnConfig: referenceKlConfig(config) } : {}),
     seed: config.seed,
     startStep: run.startStep,
     shouldStop: run.shouldStop,

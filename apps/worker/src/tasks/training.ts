@@ -59,7 +59,7 @@ async function runTraining(
       const output =
         request.kind === "FORWARD"
           ? session.forward(data, lossFn, lossFnConfig)
-          : session.forwardBackward(data, lossFn, lossFnConfig);
+          : await session.forwardBackward(data, lossFn, lossFnConfig);
       return output as Prisma.InputJsonValue;
     }
     case "OPTIM_STEP":

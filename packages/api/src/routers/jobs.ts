@@ -11,6 +11,7 @@ import {
 } from "@opentinker/db";
 import {
   type JobInfo,
+  type JobInput,
   type JobListItem,
   jobSize,
   ZJob,
@@ -83,6 +84,15 @@ async function presentTrajectories({ baseModel, trajectories }: Trajectories, de
   }));
 }
 
+/** The snapshot a job's config names, with the field naming it: checked within the team when the job is created. */
+function jobSnapshot(input: JobInput): { snapshot?: { handle: string; field: string } } {
+  if (input.kind === "EVAL" && input.config.handle)
+    return { snapshot: { handle: input.config.handle, field: "config.handle" } };
+  if (input.kind === "RL" && input.config.referenceModel)
+    return { snapshot: { handle: input.config.referenceModel, field: "config.referenceModel" } };
+  return {};
+}
+
 const jobRoute = (method: "GET" | "POST", path: `/${string}`) => teamRoute(method, path, "jobs");
 
 export const jobsRouter = router({
@@ -98,7 +108,7 @@ export const jobsRouter = router({
         config: input.config as object,
         size: jobSize(input),
         ...("environmentId" in input ? { environmentId: input.environmentId } : {}),
-        ...(input.kind === "EVAL" && input.config.handle ? { handle: input.config.handle } : {}),
+        ...jobSnapshot(input),
       });
       return present(job);
     }),

@@ -1,13 +1,15 @@
 // Training calls: validated here against the adapter's base model (shapes,
-// token ranges, lengths, images) and the adapter's own checkpoints, so that a
-// bad call is a 4xx naming the field with nothing written, then queued in the
-// adapter's order as a future.
+// token ranges, lengths, images), the adapter's own checkpoints and the
+// snapshots the team may name as a KL's reference, so that a bad call is a 4xx
+// naming the field with nothing written, then queued in the adapter's order as
+// a future.
 import {
   adapterBaseModel,
   type Db,
   enqueueTrainingRequest,
   findCheckpoint,
   findPublishedCheckpoint,
+  snapshotPolicy,
   type TrainingRequestKind,
 } from "@opentinker/db";
 import {
@@ -50,9 +52,23 @@ interface CallScope {
 /** Checks what the schema cannot, throwing the 4xx that names the field. */
 type PayloadCheck<T> = (payload: T, scope: CallScope) => void | Promise<void>;
 
-const checkDatums: PayloadCheck<z.infer<typeof ZForwardInput>> = (payload, { model }) => {
-  const problem = datumsError(payload.data, payload.lossFn, model);
+/**
+ * The snapshot a KL names as its reference: one the team may sample, over the
+ * adapter's own base model (another team's unpublished one answers like a missing one).
+ */
+async function checkReferenceModel(handle: string, { db, caller, model }: CallScope): Promise<void> {
+  const snapshot = found(await snapshotPolicy(db, caller.teamId, handle), "snapshot", handle);
+  if (snapshot.baseModel.name !== model.name)
+    badRequest(
+      `lossFnConfig.referenceModel: ${handle} is a snapshot over ${snapshot.baseModel.name}, not the adapter's base model ${model.name}`,
+    );
+}
+
+const checkForward: PayloadCheck<z.infer<typeof ZForwardInput>> = async (payload, scope) => {
+  const problem = datumsError(payload.data, payload.lossFn, scope.model);
   if (problem) badRequest(problem);
+  const reference = payload.lossFnConfig?.referenceModel;
+  if (reference !== undefined) await checkReferenceModel(reference, scope);
 };
 
 const checkNewState: PayloadCheck<z.infer<typeof ZSaveStateInput>> = async (payload, { db, caller }) => {
@@ -102,8 +118,8 @@ function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
 }
 
 export const trainingRouter = router({
-  forward: call("FORWARD", "/v1/training/forward", ZForwardInput, checkDatums),
-  forwardBackward: call("FORWARD_BACKWARD", "/v1/training/forward-backward", ZForwardInput, checkDatums),
+  forward: call("FORWARD", "/v1/training/forward", ZForwardInput, checkForward),
+  forwardBackward: call("FORWARD_BACKWARD", "/v1/training/forward-backward", ZForwardInput, checkForward),
   optimStep: call("OPTIM_STEP", "/v1/training/optim-step", ZOptimStepInput),
   saveWeightsForSampler: call(
     "SAVE_WEIGHTS_FOR_SAMPLER",

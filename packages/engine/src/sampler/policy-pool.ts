@@ -5,7 +5,6 @@
 import { createLoraTable, type LoraAdapterWeights, type LoraTable } from "@opentinker/kernels";
 import type { ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
-import { assembleModelWeights } from "../model/weights.ts";
 import type { ModelParams } from "../nn/params.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import {
@@ -17,6 +16,7 @@ import {
 } from "../policy/lora-policy.ts";
 import { readSnapshotFiles } from "../snapshots/peft.ts";
 import type { SnapshotRecord, SnapshotRegistry } from "../snapshots/registry.ts";
+import { fullSnapshotParams } from "../snapshots/snapshot-params.ts";
 
 export type Module = AttnModule | MlpModule;
 export const MODULES: readonly Module[] = [...ATTN_MODULES, ...MLP_MODULES];
@@ -143,7 +143,7 @@ export class PolicyPool {
             key,
             kind: "full",
             slot: -1,
-            params: this.fullParams(snapshot.tensors, key),
+            params: fullSnapshotParams(this.base, snapshot.tensors, key),
             bytes,
             pins: 0,
             lastUsed: 0,
@@ -196,17 +196,6 @@ export class PolicyPool {
       return out;
     });
     return { layers, unembed: take("unembed", 0) };
-  }
-
-  private fullParams(tensors: Map<string, Float32Array>, key: string): ModelParams {
-    const weights = assembleModelWeights(this.base.config, (spec) => {
-      const data = tensors.get(spec.name);
-      const size = spec.shape.reduce((a, b) => a * b, 1);
-      if (!data || data.length !== size)
-        throw new Error(`${key}: tensor ${spec.name} is ${data ? "the wrong size" : "missing"}`);
-      return data;
-    });
-    return frozenParams({ ...this.base, weights });
   }
 
   private buildTables(): PoolLoraTables {

@@ -39,7 +39,7 @@ function backing(storeDir: string, snapshots = new InMemorySnapshotRegistry()) {
 
 async function trained(session: PolicySession, steps = 1) {
   for (let i = 0; i < steps; i++) {
-    session.forwardBackward([datum], "cross_entropy");
+    await session.forwardBackward([datum], "cross_entropy");
     await session.optimStep({ learningRate: 1e-2 });
   }
 }

@@ -16,8 +16,10 @@ import {
   type SavedWeights,
 } from "@opentinker/protocol";
 import type { ObjectStore } from "@opentinker/store";
+import type { ModelParams } from "../nn/params.ts";
 import type { Policy } from "../policy/policy.ts";
-import { snapshotFiles } from "../snapshots/peft.ts";
+import { readSnapshotFiles, snapshotFiles } from "../snapshots/peft.ts";
+import { snapshotParams } from "../snapshots/snapshot-params.ts";
 import { restoreState, stateFiles } from "../snapshots/state.ts";
 import { Trainer } from "../trainer/trainer.ts";
 import type { PolicyLocation, PolicyRegistry, RecordedObject, StoredRef } from "./registry.ts";
@@ -42,6 +44,8 @@ export interface SavedCheckpoint {
 
 export class PolicySession {
   private readonly trainer: Trainer;
+  /** The snapshot calls last named as their KL reference, loaded. */
+  private reference?: { handle: string; params: ModelParams };
 
   private constructor(
     readonly policy: Policy,
@@ -63,8 +67,33 @@ export class PolicySession {
     return this.trainer.forward(data, lossFn, config);
   }
 
-  forwardBackward(data: Datum[], lossFn: LossFn, config?: Partial<LossFnConfig>): ForwardBackwardOutput {
-    return this.trainer.forwardBackward(data, lossFn, config);
+  async forwardBackward(
+    data: Datum[],
+    lossFn: LossFn,
+    config?: Partial<LossFnConfig>,
+  ): Promise<ForwardBackwardOutput> {
+    const reference = config?.referenceKl ? await this.referenceParams(config.referenceModel) : undefined;
+    return this.trainer.forwardBackward(data, lossFn, config, reference);
+  }
+
+  /**
+   * The weights of the snapshot a call names as its KL reference, resolved
+   * within the policy's team (another team's unpublished one answers like a
+   * missing one). Kept while calls name the same one: a snapshot never changes.
+   */
+  private async referenceParams(handle: string | undefined): Promise<ModelParams | undefined> {
+    if (handle === undefined) return undefined;
+    if (this.reference?.handle === handle) return this.reference.params;
+    const what = `forwardBackward: lossFnConfig.referenceModel ${handle}`;
+    const record = await this.backing.registry.findSnapshot(this.where, handle);
+    if (!record) throw new RangeError(`${what}: no such snapshot`);
+    const base = this.policy.base.name;
+    if (record.baseModel !== undefined && record.baseModel !== base)
+      throw new RangeError(`${what}: a snapshot over ${record.baseModel}, not this policy's base ${base}`);
+    const files = await this.backing.store.get(record.path, record.checksum);
+    const params = snapshotParams(this.policy.base, readSnapshotFiles(files, handle), handle);
+    this.reference = { handle, params };
+    return params;
   }
 
   async optimStep(adam?: AdamParamsInput): Promise<OptimStepOutput> {

@@ -3,8 +3,9 @@
 // Postgres (every query within the policy's team); scripts and tests keep it in
 // memory over a SnapshotRegistry.
 import type { SavedWeights } from "@opentinker/protocol";
+import { parseSamplerHandle } from "@opentinker/protocol";
 import type { StoredObject } from "@opentinker/store";
-import type { SnapshotRegistry } from "../snapshots/registry.ts";
+import { type SnapshotRecord, type SnapshotRegistry, UnknownHandleError } from "../snapshots/registry.ts";
 
 /** Whose policy a session trains. */
 export interface PolicyLocation {
@@ -52,6 +53,11 @@ export interface PolicyRegistry {
   findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null>;
   /** Another team's checkpoint while its owner publishes it (`team` as paths name it), or null. */
   findPublishedCheckpoint(team: string, adapter: string, name: string): Promise<StoredRef | null>;
+  /**
+   * A snapshot the policy's team may sample (its own, or one another team
+   * publishes), by handle; any other answers null, like a missing one.
+   */
+  findSnapshot(where: PolicyLocation, handle: string): Promise<SnapshotRecord | null>;
   /** The policy's most recently saved checkpoint (restored when a session opens), or null. */
   latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null>;
   /** The trainer step changed (an optimizer step, a restore): a durable registry writes it down. */
@@ -110,6 +116,15 @@ export class InMemoryPolicyRegistry implements PolicyRegistry {
   /** In-process policies belong to one owner: nothing is published to others. */
   async findPublishedCheckpoint(): Promise<StoredRef | null> {
     return null;
+  }
+
+  /** In-process snapshots are filed under the team as handles name it. */
+  async findSnapshot(where: PolicyLocation, handle: string): Promise<SnapshotRecord | null> {
+    if (parseSamplerHandle(handle).team !== where.team) return null;
+    return this.snapshots.resolve(handle).catch((e: unknown) => {
+      if (e instanceof UnknownHandleError) return null;
+      throw e;
+    });
   }
 
   /** The most recently saved (as the worker's registry orders them). */

@@ -51,7 +51,7 @@ function withoutImageTargets(logprobs: Float32Array, marks: Uint8Array): Float32
 
 export class Trainer {
   private readonly maxTokensPerPass: number;
-  /** The frozen base's weights, the reference of lossFnConfig.referenceKl (made on first use). */
+  /** The frozen base's weights, lossFnConfig.referenceKl's reference when the call names none (made on first use). */
   private baseParams?: ModelParams;
 
   constructor(
@@ -66,9 +66,18 @@ export class Trainer {
     return this.run("forward", data, lossFn, config, false);
   }
 
-  /** Like forward, and adds this batch's gradients to the accumulated ones. */
-  forwardBackward(data: Datum[], lossFn: LossFn, config?: Partial<LossFnConfig>): ForwardBackwardOutput {
-    return this.run("forwardBackward", data, lossFn, config, true);
+  /**
+   * Like forward, and adds this batch's gradients to the accumulated ones.
+   * `reference`: the weights of the snapshot lossFnConfig.referenceModel names
+   * (loaded by the caller, which resolves handles); without it, the frozen base.
+   */
+  forwardBackward(
+    data: Datum[],
+    lossFn: LossFn,
+    config?: Partial<LossFnConfig>,
+    reference?: ModelParams,
+  ): ForwardBackwardOutput {
+    return this.run("forwardBackward", data, lossFn, config, true, reference);
   }
 
   /** Applies AdamW to the accumulated gradients, then clears them. */
@@ -150,12 +159,11 @@ export class Trainer {
   }
 
   /**
-   * The base model's distributions on the batch, weighted by `coef` at every
+   * The reference's distributions on the batch, weighted by `coef` at every
    * position whose target is a token (prompts and observations too, not only
    * what the loss trains: the anchor then covers the contexts RL moves indirectly).
    */
-  private referenceKl(batch: PackedBatch, group: Prepared[], coef: number): ReferenceKl {
-    this.baseParams ??= frozenParams(this.policy.base);
+  private referenceKl(batch: PackedBatch, group: Prepared[], coef: number, params: ModelParams): ReferenceKl {
     const weights = new Float32Array(batch.tokens.length).fill(coef);
     group.forEach((item, i) => {
       const start = batch.seqStarts[i] as number;
@@ -163,7 +171,18 @@ export class Trainer {
         if (mark) weights[start + t] = 0;
       });
     });
-    return { params: this.baseParams, hidden: finalHidden(this.baseParams, batch), weights };
+    return { params, hidden: finalHidden(params, batch), weights };
+  }
+
+  /** What referenceKl measures against: the weights the caller loaded for referenceModel, else the frozen base. */
+  private klReference(op: string, config: LossFnConfig, given: ModelParams | undefined): ModelParams {
+    if (given) return given;
+    if (config.referenceModel !== undefined)
+      throw new RangeError(
+        `${op}: lossFnConfig.referenceModel ${config.referenceModel} was not loaded: name it through a policy session, which resolves handles`,
+      );
+    this.baseParams ??= frozenParams(this.policy.base);
+    return this.baseParams;
   }
 
   private run(
@@ -172,6 +191,7 @@ export class Trainer {
     lossFnInput: LossFn,
     configInput: Partial<LossFnConfig> | undefined,
     train: boolean,
+    reference?: ModelParams,
   ): ForwardBackwardOutput {
     const lossFn = ZLossFn.safeParse(lossFnInput);
     if (!lossFn.success) {
@@ -182,10 +202,11 @@ export class Trainer {
     const config = ZLossFnConfig.safeParse(configInput ?? {});
     if (!config.success) throw new RangeError(zodMessage(`${op}: lossFnConfig`, config.error));
     const prepared = this.prepare(op, data, lossFn.data);
+    const klCoef = train ? config.data.referenceKl : 0;
+    const klReference = klCoef > 0 ? this.klReference(op, config.data, reference) : undefined;
 
     const logprobsOut: Float32Array[] = new Array(prepared.length);
     const totals = emptyTotals();
-    const klCoef = train ? config.data.referenceKl : 0;
     let klSum = 0;
     let klPositions = 0;
     for (const group of groupByTokens(prepared, this.maxTokensPerPass)) {
@@ -212,7 +233,7 @@ export class Trainer {
         // A non-finite loss would spread NaN into every gradient it reaches: refuse the call instead.
         if (nonFiniteAt !== undefined) this.refuseNonFiniteLoss(op, totals.loss, nonFiniteAt);
         // backward takes dL/dlogp; the tape's memory is released when it returns.
-        const kl = klCoef > 0 ? this.referenceKl(batch, group, klCoef) : undefined;
+        const kl = klReference ? this.referenceKl(batch, group, klCoef, klReference) : undefined;
         klSum += backward(this.policy.params, tape, dLoss, kl);
         klPositions += kl ? kl.weights.filter((w) => w > 0).length : 0;
         this.policy.hasGrad = true;

@@ -1,4 +1,4 @@
-// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--ref-kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
+// npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--ref-kl X] [--kl-reference base|start] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out <dir>]
 // --model: a built-in model's name (default: the built-in text model), a Hugging
 // Face model directory, or "tiny-random" (a random model: wiring checks only).
 import path from "node:path";
@@ -6,8 +6,9 @@ import { parseArgs } from "node:util";
 import { ZLrSchedule } from "@opentinker/protocol";
 import { DEFAULT_TEXT_MODEL } from "../registry.ts";
 import { runExperiment, settingNames, TINY_RANDOM } from "./run.ts";
+import { isKlReference, KL_REFERENCES } from "./settings.ts";
 
-const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--ref-kl X] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
+const USAGE = `usage: npm run experiment -- <setting> [--seed N] [--steps N] [--model NAME|DIR] [--lr X] [--grad-clip X] [--weight-decay X] [--lr-schedule constant|linear|cosine] [--kl X] [--ref-kl X] [--kl-reference base|start] [--pretrain-mix X] [--negative-scale X] [--scale-by-std] [--format-penalty=X] [--groups N] [--rank N] [--out DIR]\nsettings: ${settingNames().join(", ")}\nmodel: default ${DEFAULT_TEXT_MODEL}; "${TINY_RANDOM}" checks the wiring only`;
 
 /** The command line, or exit 2 with parseArgs's own message (an unknown option, a value starting with "-" given without "="). */
 function parsed() {
@@ -25,6 +26,7 @@ function parsed() {
         "lr-schedule": { type: "string" },
         kl: { type: "string" },
         "ref-kl": { type: "string" },
+        "kl-reference": { type: "string" },
         "pretrain-mix": { type: "string" },
         "negative-scale": { type: "string" },
         "scale-by-std": { type: "boolean" },
@@ -93,6 +95,11 @@ if (lrSchedule && !lrSchedule.success) {
   );
   process.exit(2);
 }
+const klReference = values["kl-reference"];
+if (klReference !== undefined && !isKlReference(klReference)) {
+  console.error(`--kl-reference must be one of ${KL_REFERENCES.join(", ")} (got "${klReference}")`);
+  process.exit(2);
+}
 const steps = Number(values.steps);
 if (!Number.isInteger(seed) || !Number.isInteger(steps) || steps < 1) {
   console.error("--seed and --steps must be integers (steps ≥ 1)");
@@ -112,6 +119,7 @@ try {
     ...(lrSchedule ? { lrSchedule: lrSchedule.data } : {}),
     ...(klCoef ? { klCoef } : {}),
     ...(referenceKl === undefined ? {} : { referenceKl }),
+    ...(klReference === undefined ? {} : { klReference }),
     ...(pretrainMix ? { pretrainMix } : {}),
     ...(negativeScale === undefined ? {} : { negativeScale }),
     ...(values["scale-by-std"] ? { scaleByStd: true } : {}),

@@ -39,7 +39,23 @@ export interface SftPhase {
   steps: number;
   batchSize: number;
   learningRate: number;
+  /**
+   * Weight of the full-vocabulary KL to the base model during SFT, per position
+   * (default 0). SFT's loss is a mean over a batch's answer tokens and the KL a
+   * sum over its every position, so a weight here is far smaller than RL's.
+   */
+  referenceKl?: number;
 }
+
+/**
+ * What a run's full-vocabulary KL holds the policy near: the frozen base model,
+ * or the policy RL starts from (after SFT, if any), whose published snapshot
+ * each training call then names as lossFnConfig.referenceModel.
+ */
+export const KL_REFERENCES = ["base", "start"] as const;
+export type KlReference = (typeof KL_REFERENCES)[number];
+export const isKlReference = (s: string): s is KlReference =>
+  (KL_REFERENCES as readonly string[]).includes(s);
 
 export interface Setting {
   name: string;
@@ -57,6 +73,8 @@ export interface Setting {
   lrSchedule?: LrSchedule;
   /** Weight of the full-vocabulary KL to the base model at every position (lossFnConfig.referenceKl; default 0: none). */
   referenceKl?: number;
+  /** What that KL holds the policy near (default: the frozen base). */
+  klReference?: KlReference;
   /** LoRA rank 16 over the frozen base (default), or every weight trained. */
   policy?: "lora" | "full";
   sft?: SftPhase;

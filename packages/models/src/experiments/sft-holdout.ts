@@ -1,4 +1,4 @@
-// node --import tsx packages/models/src/experiments/sft-holdout.ts [seed] [learning rates, comma-separated] [SFT steps]
+// node --import tsx packages/models/src/experiments/sft-holdout.ts [seed] [learning rates, comma-separated] [SFT steps] [KL weights to the base, comma-separated]
 // A diagnostic for docs/results.md (arithmetic-full-sft-rl), on the training
 // split only: its problems are cut in two halves at random (by `seed`); the
 // setting's SFT phase trains on right answers to one half, at each learning
@@ -30,13 +30,17 @@ const seed = Number(process.argv[2] ?? 1);
 const rates = (process.argv[3] ?? "5e-4,2e-4,1e-4").split(",").map(Number);
 const phase = SETTINGS["arithmetic-full-sft-rl"]?.sft;
 const steps = Number(process.argv[4] ?? phase?.steps);
+const kls = (process.argv[5] ?? String(phase?.referenceKl ?? 0)).split(",").map(Number);
 if (
   !phase ||
   !Number.isInteger(seed) ||
   rates.some((r) => !(r > 0)) ||
+  kls.some((k) => !(k >= 0)) ||
   !(Number.isInteger(steps) && steps > 0)
 )
-  throw new RangeError("usage: sft-holdout.ts [seed] [learning rates > 0, comma-separated] [SFT steps > 0]");
+  throw new RangeError(
+    "usage: sft-holdout.ts [seed] [learning rates > 0, comma-separated] [SFT steps > 0] [KL weights ≥ 0, comma-separated]",
+  );
 const sft = { ...phase, steps };
 /** Attempts per unseen problem. */
 const ATTEMPTS = 4;
@@ -74,16 +78,14 @@ try {
     shown.has(arithmeticKey(t)),
   );
   const after: Record<string, { right: number; malformed: number }> = {};
-  for (const learningRate of rates) {
-    const tc = await svc.createFullTrainingClient({ baseModel: base.name });
-    await runSftPhase(tc, { ...sft, learningRate }, examples);
-    const saved = await (await tc.saveWeightsForSampler("diagnostic")).result();
-    after[String(learningRate)] = await score(
-      await tc.createSamplingClient(saved.handle),
-      saved.version,
-      dataset,
-    );
-  }
+  for (const learningRate of rates)
+    for (const referenceKl of kls) {
+      const tc = await svc.createFullTrainingClient({ baseModel: base.name });
+      await runSftPhase(tc, { ...sft, learningRate, referenceKl }, examples);
+      const saved = await (await tc.saveWeightsForSampler("diagnostic")).result();
+      const key = referenceKl ? `${learningRate} kl ${referenceKl}` : String(learningRate);
+      after[key] = await score(await tc.createSamplingClient(saved.handle), saved.version, dataset);
+    }
   const problems = { shown: shown.size, unseen: unseen.length, episodes: unseen.length * ATTEMPTS };
   console.log(JSON.stringify({ seed, steps, problems, before, after }, null, 2));
 } finally {

@@ -17,7 +17,7 @@ import type { Example } from "../corpus/index.ts";
 import { type MalformedInput, malformedInputs, malformedRate } from "./malformed-inputs.ts";
 import { pretrainMix } from "./pretrain-mix.ts";
 import type { RunSummary } from "./run.ts";
-import type { Setting, SettingContext, SftPhase, TrainingOverrides } from "./settings.ts";
+import type { KlReference, Setting, SettingContext, SftPhase, TrainingOverrides } from "./settings.ts";
 
 export interface TrainSettingOptions {
   baseModel: string;
@@ -37,6 +37,8 @@ export interface TrainSettingOptions {
   klCoef?: number;
   /** Overrides the setting's full-vocabulary KL to the frozen base model (lossFnConfig.referenceKl; 0: none). */
   referenceKl?: number;
+  /** Overrides what that KL holds the policy near. */
+  klReference?: KlReference;
   /** Mix the base model's pretraining corpus into each RL step at this weight per answer token (PPO-ptx; pretrain-mix.ts). */
   pretrainMix?: number;
   /** Divide each group's advantages by its returns' standard deviation (default: centred only). */
@@ -60,6 +62,7 @@ export type SettingOverrides = Pick<
   | "lrSchedule"
   | "klCoef"
   | "referenceKl"
+  | "klReference"
   | "pretrainMix"
   | "scaleByStd"
   | "negativeScale"
@@ -135,7 +138,7 @@ async function evaluateNow(
       inputs: malformedInputs(groups, tokenizer),
     };
   }
-  return { version, sampler: sampler.client, results: out };
+  return { version, handle: saved.handle, sampler: sampler.client, results: out };
 }
 
 /** The first of the highest: a later snapshot must beat an earlier one to replace it. */
@@ -158,6 +161,7 @@ export async function runSftPhase(tc: InProcessTrainingClient, sft: SftPhase, ex
     data: sftDatums(examples.slice(0, sft.steps * sft.batchSize), sft.batchSize),
     batchSize: sft.batchSize,
     adam: { learningRate: sft.learningRate },
+    ...(sft.referenceKl ? { lossFnConfig: { referenceKl: sft.referenceKl } } : {}),
   });
 }
 
@@ -184,6 +188,9 @@ export async function trainSetting(
   };
   const metric = s.metric ?? "reward/mean";
   const referenceKl = o.referenceKl ?? s.referenceKl ?? 0;
+  const klReference = o.klReference ?? s.klReference ?? "base";
+  if (klReference !== "base" && referenceKl === 0)
+    throw new RangeError(`${s.name}: a KL reference ("${klReference}") needs a KL weight (referenceKl > 0)`);
   const checkBatches = o.checkBatches ?? CHECK_BATCHES;
   const tc = await trainingClient(svc, s, o);
   // Fresh datasets for each evaluation: an opponent may carry random state between games.
@@ -196,6 +203,7 @@ export async function trainSetting(
   const start = startRun.results;
   let afterSft: { value: number; malformed: number } | undefined;
   let reference = startRun.sampler;
+  let referenceHandle = startRun.handle;
   if (s.sft) {
     await runSftPhase(tc, s.sft, await s.sft.examples(ctx));
     const checked = await evaluateNow(
@@ -206,6 +214,7 @@ export async function trainSetting(
       o.tokenizer,
     );
     reference = checked.sampler;
+    referenceHandle = checked.handle;
     afterSft = {
       value: checked.results.validation?.value ?? 0,
       malformed: checked.results.validation?.malformed ?? 0,
@@ -226,7 +235,14 @@ export async function trainSetting(
     },
     lrSchedule: o.lrSchedule ?? s.lrSchedule ?? "constant",
     ...(o.klCoef ? { klPenalty: { reference, coef: o.klCoef } } : {}),
-    ...(referenceKl > 0 ? { lossFnConfig: { referenceKl } } : {}),
+    ...(referenceKl > 0
+      ? {
+          lossFnConfig: {
+            referenceKl,
+            ...(klReference === "start" ? { referenceModel: referenceHandle } : {}),
+          },
+        }
+      : {}),
     advantages: {
       ...(o.scaleByStd ? { scaleByStd: true } : {}),
       ...(o.negativeScale === undefined ? {} : { negativeScale: o.negativeScale }),

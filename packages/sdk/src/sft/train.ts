@@ -7,6 +7,7 @@ import {
   type Datum,
   divergedAt,
   type ForwardBackwardOutput,
+  type LossFnConfig,
   type OptimStepOutput,
   type TrainingClient,
 } from "@opentinker/protocol";
@@ -18,6 +19,8 @@ export interface TrainSftConfig {
   epochs?: number;
   batchSize?: number;
   adam?: AdamParamsInput;
+  /** Passed to every forwardBackward (e.g. referenceKl: a KL to the base that SFT must not stray far from). */
+  lossFnConfig?: Partial<LossFnConfig>;
   /** Datums to report the loss on (forward only) after every epoch. */
   validation?: Datum[];
   sink?: MetricsSink;
@@ -51,7 +54,8 @@ export async function trainSft(
       if (step < (config.startStep ?? 0)) continue;
       if (await config.shouldStop?.()) return { history, handle: null };
       // Queued back to back; results are collected after both are accepted.
-      const fb = await tc.forwardBackward(config.data.slice(start, start + batchSize), "cross_entropy");
+      const batch = config.data.slice(start, start + batchSize);
+      const fb = await tc.forwardBackward(batch, "cross_entropy", config.lossFnConfig);
       const opt = await tc.optimStep(config.adam);
       // A non-finite loss or gradient norm changed nothing: the run ends here as diverged.
       const metrics = await stepMetrics(fb, opt).catch((error: unknown) => {

@@ -75,6 +75,18 @@ describe("new-job form", () => {
     expect(errors.validationGroups).toBe("Required");
   });
 
+  it("a KL reference is sent as the handle typed, needs a KL weight, and is left out when blank", () => {
+    const handle = "opentinker://team-a/adapter-1/sampler/3";
+    const verdict = validateJobForm(rl({ referenceKl: "0.2", referenceModel: ` ${handle} ` }));
+    expect(verdict.ok && verdict.request.config).toMatchObject({ referenceKl: 0.2, referenceModel: handle });
+    const blank = validateJobForm(rl({ referenceKl: "0.2" }));
+    expect(blank.ok && "referenceModel" in blank.request.config).toBe(false);
+    expect(errorsOf(rl({ referenceModel: handle })).referenceModel).toMatch(/referenceKl, which is 0/);
+    expect(errorsOf(rl({ referenceKl: "0.2", referenceModel: "sampler-3" })).referenceModel).toMatch(
+      /expected opentinker:\/\//,
+    );
+  });
+
   it("RL and EVAL need an environment; SFT does not", () => {
     expect(errorsOf(rl({ environmentId: "" })).environmentId).toBeDefined();
     const sft = validateJobForm({ ...INITIAL_VALUES, kind: "SFT", adapterId: "a" });

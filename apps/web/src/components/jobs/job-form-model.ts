@@ -35,6 +35,8 @@ export interface JobFormValues {
   dropConstantGroups: boolean;
   scaleByStd: boolean;
   referenceKl: string;
+  /** A snapshot handle; blank: the base model. */
+  referenceModel: string;
   // RL and SFT
   learningRate: string;
   gradClipNorm: string;
@@ -81,6 +83,7 @@ export const INITIAL_VALUES: JobFormValues = {
   dropConstantGroups: true,
   scaleByStd: false,
   referenceKl: "0",
+  referenceModel: "",
   learningRate: "0.0001",
   gradClipNorm: "0",
   retention: DEFAULT_RETENTION,
@@ -210,6 +213,7 @@ function configOf(
         sampling,
         scaleByStd: values.scaleByStd,
         referenceKl: number("referenceKl"),
+        ...(values.referenceModel.trim() === "" ? {} : { referenceModel: values.referenceModel.trim() }),
         dropConstantGroups: values.dropConstantGroups,
         seed: number("seed"),
         checkpointEvery: number("checkpointEvery"),
@@ -225,6 +229,7 @@ function configOf(
         adam: "learningRate",
         "adam.gradClipNorm": "gradClipNorm",
         referenceKl: "referenceKl",
+        referenceModel: "referenceModel",
         sampling: "temperature",
         seed: "seed",
         checkpointEvery: "checkpointEvery",

@@ -105,13 +105,17 @@ export function JobForm() {
     });
   }
 
-  const text = (name: FieldName, label: string, options: { hint?: string; decimal?: boolean } = {}) => (
+  const text = (
+    name: FieldName,
+    label: string,
+    options: { hint?: string; decimal?: boolean; words?: boolean } = {},
+  ) => (
     <TextField
       label={label}
       name={name}
       errors={errors}
       hint={options.hint}
-      numeric={options.decimal ? "decimal" : "numeric"}
+      numeric={options.words ? undefined : options.decimal ? "decimal" : "numeric"}
       autoComplete="off"
       className={CONTROL}
       value={String(values[name])}
@@ -242,7 +246,11 @@ export function JobForm() {
           {text("gradClipNorm", "Gradient clip", CLIP_HINT)}
           {text("referenceKl", "KL to the base model", {
             decimal: true,
-            hint: "Holds every token's probability near the base model's, at every position; 0: off.",
+            hint: "Holds every token's probability near the base model's (or the reference's), at every position; 0: off.",
+          })}
+          {text("referenceModel", "KL reference", {
+            words: true,
+            hint: "Optional: a snapshot handle (e.g. the adapter's version after an SFT job) the KL holds the policy near instead of the base model.",
           })}
           {text("temperature", "Temperature", { decimal: true, hint: "Blank: the sampler's default." })}
           {text("seed", "Seed")}
