@@ -98,6 +98,9 @@ describe("the experiment runner", () => {
         if (summary.malformedEnd === 0) expect(endInputs).toEqual([]);
         else expect(endInputs[0]?.malformed).toBeGreaterThan(0);
         if (SETTINGS[name]?.sft) expect(typeof summary.validationAfterSft).toBe("number");
+        // A KL held to the policy RL starts from: the first update measures it against its own snapshot.
+        if (SETTINGS[name]?.klReference === "start")
+          expect(Math.abs(lines[0]?.["reference_kl/mean"] ?? 1)).toBeLessThan(1e-6);
         if (name.startsWith("nim")) expect(summary.evaluations?.["vs-optimal"]).toBeDefined();
       });
     }, 180_000);
