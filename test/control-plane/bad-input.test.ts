@@ -15,6 +15,16 @@ let vocab = 0;
 
 const tokens = (t: number[]) => ({ chunks: [{ type: "encoded_text", tokens: t }] });
 const tensor = (dtype: string, data: number[]) => ({ dtype, data });
+/** A valid rollout datum for a two-token prompt. */
+const rollout = {
+  modelInput: tokens([1, 2]),
+  lossFnInputs: {
+    targetTokens: tensor("int64", [2, 3]),
+    logprobs: tensor("float32", [0, 0]),
+    advantages: tensor("float32", [1, 1]),
+    mask: tensor("float32", [1, 1]),
+  },
+};
 
 beforeAll(async () => {
   cp = await ControlPlane.start();
@@ -181,15 +191,6 @@ describe("bad input over HTTP", () => {
         ),
       },
     });
-    const rl = {
-      modelInput: tokens([1, 2]),
-      lossFnInputs: {
-        targetTokens: tensor("int64", [2, 3]),
-        logprobs: tensor("float32", [0, 0]),
-        advantages: tensor("float32", [1, 1]),
-        mask: tensor("float32", [1, 1]),
-      },
-    };
     const sample = (prompt: unknown, policy: unknown = { baseModel: BASE }) => ({
       policy,
       prompt,
@@ -199,7 +200,7 @@ describe("bad input over HTTP", () => {
     const cases: [string, unknown, number, RegExp][] = [
       [
         "/v1/training/forward-backward",
-        { adapterId, data: [rl], lossFn: "ppo", lossFnConfig: { clipLowThreshold: 1.5 } },
+        { adapterId, data: [rollout], lossFn: "ppo", lossFnConfig: { clipLowThreshold: 1.5 } },
         400,
         /^lossFnConfig\.clipLowThreshold: 1\.5 exceeds clipHighThreshold 1\.2/,
       ],
@@ -207,7 +208,7 @@ describe("bad input over HTTP", () => {
         "/v1/training/forward-backward",
         {
           adapterId,
-          data: [rl],
+          data: [rollout],
           lossFn: "ppo",
           lossFnConfig: { clipLowThreshold: 0.9, clipHighThreshold: 0.5 },
         },
@@ -363,16 +364,7 @@ describe("bad input over HTTP", () => {
       data: { teamId: team.id, name: "ref-env", kind: "BUILTIN", builtin: "arithmetic" },
     });
     const before = await written();
-    const rl = {
-      modelInput: tokens([1, 2]),
-      lossFnInputs: {
-        targetTokens: tensor("int64", [2, 3]),
-        logprobs: tensor("float32", [0, 0]),
-        advantages: tensor("float32", [1, 1]),
-        mask: tensor("float32", [1, 1]),
-      },
-    };
-    const fb = (lossFnConfig: object) => ({ adapterId, data: [rl], lossFn: "ppo", lossFnConfig });
+    const fb = (lossFnConfig: object) => ({ adapterId, data: [rollout], lossFn: "ppo", lossFnConfig });
     const job = (config: object) => ({
       kind: "RL",
       adapterId,

@@ -23,6 +23,7 @@ import {
   type SnapshotRegistry,
   type StoredRef,
   UnknownHandleError,
+  unknownAsNull,
 } from "@opentinker/engine";
 import type { SavedWeights } from "@opentinker/protocol";
 import type { StoredObject } from "@opentinker/store";
@@ -135,10 +136,7 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
   }
 
   findSnapshot(where: PolicyLocation, handle: string): Promise<SnapshotRecord | null> {
-    return this.resolveInTeam(where.teamId, handle).catch((e: unknown) => {
-      if (e instanceof UnknownHandleError) return null;
-      throw e;
-    });
+    return unknownAsNull(this.resolveInTeam(where.teamId, handle));
   }
 
   latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null> {

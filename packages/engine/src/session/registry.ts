@@ -2,10 +2,9 @@
 // snapshots, named checkpoints and the trainer step. The worker's registry is
 // Postgres (every query within the policy's team); scripts and tests keep it in
 // memory over a SnapshotRegistry.
-import type { SavedWeights } from "@opentinker/protocol";
-import { parseSamplerHandle } from "@opentinker/protocol";
+import { parseSamplerHandle, type SavedWeights } from "@opentinker/protocol";
 import type { StoredObject } from "@opentinker/store";
-import { type SnapshotRecord, type SnapshotRegistry, UnknownHandleError } from "../snapshots/registry.ts";
+import { type SnapshotRecord, type SnapshotRegistry, unknownAsNull } from "../snapshots/registry.ts";
 
 /** Whose policy a session trains. */
 export interface PolicyLocation {
@@ -121,10 +120,7 @@ export class InMemoryPolicyRegistry implements PolicyRegistry {
   /** In-process snapshots are filed under the team as handles name it. */
   async findSnapshot(where: PolicyLocation, handle: string): Promise<SnapshotRecord | null> {
     if (parseSamplerHandle(handle).team !== where.team) return null;
-    return this.snapshots.resolve(handle).catch((e: unknown) => {
-      if (e instanceof UnknownHandleError) return null;
-      throw e;
-    });
+    return unknownAsNull(this.snapshots.resolve(handle));
   }
 
   /** The most recently saved (as the worker's registry orders them). */

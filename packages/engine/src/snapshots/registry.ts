@@ -31,6 +31,14 @@ export class UnknownHandleError extends Error {
   override name = "UnknownHandleError";
 }
 
+/** A lookup by handle, with an unknown handle answered as null (any other failure still throws). */
+export function unknownAsNull<T>(lookup: Promise<T>): Promise<T | null> {
+  return lookup.catch((e: unknown) => {
+    if (e instanceof UnknownHandleError) return null;
+    throw e;
+  });
+}
+
 export class InMemorySnapshotRegistry implements SnapshotRegistry {
   private readonly records = new Map<string, SnapshotRecord>();
   private readonly latestByAdapter = new Map<string, SnapshotRecord>();
