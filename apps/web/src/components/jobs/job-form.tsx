@@ -250,7 +250,7 @@ export function JobForm() {
           })}
           {text("referenceModel", "KL reference", {
             words: true,
-            hint: "Optional: a snapshot handle (e.g. the adapter's version after an SFT job) the KL holds the policy near instead of the base model.",
+            hint: "Optional: a snapshot handle (say, the version an SFT job left) the KL holds the policy near instead of the base model.",
           })}
           {text("temperature", "Temperature", { decimal: true, hint: "Blank: the sampler's default." })}
           {text("seed", "Seed")}
