@@ -129,6 +129,10 @@ describe("divergence guards", () => {
       new RegExp(`^diverged at step ${EXPLODES_AT}: forwardBackward: non-finite loss at data\\[\\d+\\]`),
     );
     expect(job.step).toBe(EXPLODES_AT);
+    // The job's own settings made it diverge: a user error, as the API shows it.
+    expect(job.errorClass).toBe("USER");
+    const shown = await cp.api<{ errorClass: string | null }>(team.key, "GET", `/v1/jobs/${job.id}`);
+    expect(shown.body.errorClass).toBe("USER");
     // keep-final: the snapshot and checkpoint of the last good step remain.
     const versions = await cp.api<{ handle: string; trainerStep: number }[]>(
       team.key,

@@ -3,6 +3,7 @@
 // with nothing applied twice, lost or duplicated.
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createOpenTinkerClient } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team, until } from "./harness.ts";
 
@@ -206,6 +207,61 @@ describe("server-side RL jobs", () => {
     expect(final.step).toBe(trained);
     expect((await cp.t.db.adapter.findUniqueOrThrow({ where: { id: adapterId } })).step).toBe(trained);
   }, 180_000);
+});
+
+describe("resuming a job", () => {
+  it("goes on from a cancelled job's last checkpoint to the end, through the SDK's typed client, storing each step once", async () => {
+    const client = createOpenTinkerClient({ url: cp.url, apiKey: team.key });
+    const adapter = await client.adapters.create.mutate({ name: "rl-resumed", baseModel: BASE, rank: 2 });
+    const env = await client.environments.create.mutate({
+      name: "gated-resume",
+      kind: "REMOTE",
+      url: gate.url,
+    });
+    // Two episodes a step; step 3's rollout waits, after the checkpoint of step 2.
+    gate.answered = 0;
+    gate.holdAfter = 3 * 2;
+    const config = {
+      steps: 5,
+      groupsPerStep: 1,
+      groupSize: 2,
+      checkpointEvery: 2,
+      dropConstantGroups: false,
+    };
+    const job = await client.jobs.create.mutate({
+      kind: "RL",
+      adapterId: adapter.id,
+      environmentId: env.id,
+      config,
+    });
+    await until(async () => (gate.waiting > 0 ? true : undefined), "step 3's rollout");
+    await expect(client.jobs.resume.mutate({ jobId: job.id })).rejects.toMatchObject({
+      message: expect.stringContaining("only a failed or cancelled job can be resumed"),
+      data: { code: "BAD_REQUEST" },
+    });
+    await client.jobs.cancel.mutate({ jobId: job.id });
+    // The held rollout is cut short by the cancel: nothing of step 3 is stored.
+    const cancelled = await finished(job.id);
+    gate.open();
+    expect(cancelled.status).toBe("CANCELLED");
+    expect(cancelled.step).toBe(3);
+
+    // Another team's job answers like a missing one, and stays as it was.
+    const stranger = await cp.team("jobs-resume-stranger");
+    const foreign = await cp.api(stranger.key, "POST", `/v1/jobs/${job.id}/resume`);
+    expect(foreign.status).toBe(404);
+    expect((await cp.t.db.job.findUniqueOrThrow({ where: { id: job.id } })).status).toBe("CANCELLED");
+
+    const resumed = await client.jobs.resume.mutate({ jobId: job.id });
+    expect(resumed).toMatchObject({ status: "QUEUED", error: null, cancelRequested: false });
+    const done = await finished(job.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(done.step).toBe(5);
+    await expectCompleteHistory(job.id, 5, 2);
+    // Steps 2 on ran again from the checkpoint of step 2: the trainer's step counts each trained step once.
+    expect(await cp.t.db.metric.count({ where: { jobId: job.id, name: "step/value" } })).toBe(5);
+    expect((await cp.t.db.adapter.findUniqueOrThrow({ where: { id: adapter.id } })).step).toBe(5);
+  }, 120_000);
 });
 
 describe("resume bookkeeping", () => {

@@ -28,6 +28,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AccessWatch } from "../../apps/web/src/server/api/access.ts";
 import { forgetAuthenticatedKeys } from "../../apps/web/src/server/api/context.ts";
 import { createRequestListener } from "../../apps/web/src/server/http.ts";
+import { UNAUTHENTICATED_MESSAGE } from "../../apps/web/src/server/realtime/auth.ts";
 import type {
   ClientToServerEvents,
   MetricsEvent,
@@ -244,6 +245,15 @@ describe("job rooms", () => {
       ok: false,
       error: "send { jobId: string }",
     });
+  });
+
+  it("refuses a NUL byte in a job id by name, and takes a key holding one as unknown", async () => {
+    const f = await team("team-nul");
+    const socket = await connected(client({ apiKey: f.key }));
+    const refusal = { ok: false, error: "jobId: contains a NUL byte (\\u0000), which no text field accepts" };
+    expect(await socket.emitWithAck("subscribe", { jobId: "job\u0000" })).toEqual(refusal);
+    expect(await socket.emitWithAck("unsubscribe", { jobId: "job\u0000" })).toEqual(refusal);
+    await expect(connected(client({ apiKey: `${f.key}\u0000` }))).rejects.toThrow(UNAUTHENTICATED_MESSAGE);
   });
 });
 

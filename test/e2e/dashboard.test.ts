@@ -1,21 +1,61 @@
 // The dashboard end to end, in Debian's chromium against `npm start`'s stack:
 // a user trains an RL job from the browser and watches it live; another team's
 // user sees none of it; forms refuse bad input next to the field.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { addMember, createTeam, createUser, setUserPassword } from "@opentinker/db";
 import { RL_PRESETS } from "@opentinker/protocol";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser, openPage, type Stack, screenshot, signIn, startStack, until } from "./stack.ts";
 
+/** The step from which the exploding environment's rewards blow up, and the episodes each step plays. */
+const EXPLODES_AT = 2;
+const GROUP = 4;
+
+/**
+ * A remote environment whose rewards are 0 or 1 by episode (every group has
+ * signal), then from step EXPLODES_AT on 0 or 1e300: finite on the wire, but an
+ * advantage past float32's range, so that step's loss is non-finite. (A
+ * built-in's rewards are bounded by its settings' schema.)
+ */
+function explodingEnvironment(): Promise<Server> {
+  let sessions = 0;
+  let answered = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.setHeader("content-type", "application/json");
+      if (req.url === "/env/reset")
+        return void res.end(
+          JSON.stringify({
+            sessionId: `s${sessions++}`,
+            observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30] }] },
+            stop: { stop: [], maxTokens: 2 },
+          }),
+        );
+      const scale = answered >= EXPLODES_AT * GROUP ? 1e300 : 1;
+      res.end(JSON.stringify({ reward: (answered++ % 2) * scale, done: true }));
+    });
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
 let stack: Stack;
 let browser: Browser;
+let exploding: Server;
+let explodingUrl: string;
 beforeAll(async () => {
-  stack = await startStack();
+  exploding = await explodingEnvironment();
+  const host = `127.0.0.1:${(exploding.address() as AddressInfo).port}`;
+  explodingUrl = `http://${host}/env`;
+  stack = await startStack({ OPENTINKER_REMOTE_ENV_HOSTS: host });
   browser = await launchBrowser();
 }, 360_000);
 afterAll(async () => {
   await browser?.close();
   await stack?.stop();
+  exploding?.close();
 });
 
 const WAIT = { timeout: 60_000 };
@@ -211,6 +251,16 @@ describe("dashboard", () => {
     expect((await row()).cancelRequestedAt).not.toBeNull();
     // Once the job has ended, the indicator no longer says live.
     await page.locator('[data-connection="ended"]').waitFor(WAIT);
+
+    // A cancelled job goes on from its last checkpoint, again only when confirmed.
+    await page.getByRole("button", { name: "Resume job" }).click();
+    await page.getByRole("button", { name: "Resume job" }).click(); // the confirmation
+    await page.getByRole("button", { name: "Cancel job" }).waitFor(WAIT);
+    await expect.poll(async () => (await row()).status).not.toBe("CANCELLED");
+    expect((await row()).cancelRequestedAt).toBeNull();
+    await page.getByRole("button", { name: "Cancel job" }).click();
+    await page.getByRole("button", { name: "Cancel job" }).click();
+    await page.getByText("CANCELLED").first().waitFor(WAIT);
   }, 120_000);
 
   it("creates every built-in environment kind from the form, showing each field's default", async () => {
@@ -611,31 +661,21 @@ describe("dashboard", () => {
   }, 600_000);
 
   it("shows a diverging job FAILED with the step it diverged at", async () => {
-    // The largest alpha and learning rate the schemas allow, and a format penalty
-    // (finite, -1e38) whose advantages overflow float32: the first step with a
-    // malformed answer among well-formed ones has a non-finite gradient norm. Two
-    // tokens per answer make every answer of two or more characters malformed (no
-    // end of turn), so the first step's groups mix both whatever the model knows.
-    // (Alpha and learning rate alone do not diverge: tiny-random answers every
-    // arithmetic problem malformed, so its groups carry no signal, and the
-    // pretrained text model's policy collapses to one answer instead.)
+    // The largest alpha and learning rate the schemas allow, over an environment
+    // whose rewards overflow float32 from step EXPLODES_AT on: that step's loss is
+    // non-finite. (Alpha and learning rate alone do not diverge.)
     const adapter = await post("/adapters", {
       name: "e2e-diverging",
       baseModel: "opentinker-text-tiny",
       rank: 8,
       alpha: 1024,
     });
-    const env = await post("/environments", {
-      name: "diverging-env",
-      kind: "BUILTIN",
-      builtin: "arithmetic",
-      config: { formatPenalty: -1e38, maxTokens: 2 },
-    });
+    const env = await post("/environments", { name: "diverging-env", kind: "REMOTE", url: explodingUrl });
     const job = await post("/jobs", {
       kind: "RL",
       adapterId: adapter.id,
       environmentId: env.id,
-      config: { steps: 50, groupsPerStep: 16, groupSize: 8, adam: { learningRate: 1 } },
+      config: { steps: 6, groupsPerStep: 1, groupSize: GROUP, seed: 3, adam: { learningRate: 1 } },
     });
     const { page, problems } = await openPage(browser);
     await signIn(page, stack.url, stack.demo.email, stack.demo.password);
@@ -644,6 +684,8 @@ describe("dashboard", () => {
     const alert = page.getByRole("alert").filter({ hasText: "diverged" });
     await alert.waitFor(WAIT);
     expect(await alert.textContent()).toMatch(/^diverged at step \d+: .*non-finite/);
+    // Its own settings made it diverge: the page says whose fault it was.
+    await page.getByRole("heading", { name: "Error (user error: the job's config or data)" }).waitFor(WAIT);
     await screenshot(page, "job-diverged");
     expect(problems).toEqual([]);
   }, 240_000);

@@ -21,7 +21,8 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(): Promise<Stack> {
+/** `env`: settings for the stack beyond the test's own (e.g. OPENTINKER_REMOTE_ENV_HOSTS). */
+export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
   const t = await createTestDatabase();
   const dataDir = await mkdtemp(path.join(tmpdir(), "opentinker-e2e-"));
   const child: ChildProcess = spawn("npm", ["start", "--silent"], {
@@ -32,6 +33,7 @@ export async function startStack(): Promise<Stack> {
       OPENTINKER_DATA_DIR: dataDir,
       PORT: "0",
       WORKER_HEARTBEAT_MS: "500",
+      ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,

@@ -14,6 +14,7 @@ import {
   recordCheckpoint,
   sampleableSnapshot,
   setAdapterStep,
+  snapshotAtPath,
 } from "@opentinker/db";
 import {
   type PolicyLocation,
@@ -27,6 +28,7 @@ import {
 } from "@opentinker/engine";
 import type { SavedWeights } from "@opentinker/protocol";
 import type { StoredObject } from "@opentinker/store";
+import { retryTransient } from "./faults.ts";
 
 type SnapshotRow = { handle: string; version: number; path: string; checksum: string; trainerStep: number };
 
@@ -65,8 +67,25 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
     });
   }
 
+  /**
+   * Publishes through transient faults: a retry first looks for the version a
+   * try whose answer was lost allocated, so no version is taken twice.
+   */
+  private publishOnce(
+    teamId: string,
+    adapterId: string,
+    stored: StoredObject,
+    trainerStep: number,
+    extra: { jobId?: string | undefined; expiresAt?: Date | null | undefined } = {},
+  ) {
+    return retryTransient(`publish a snapshot of ${adapterId}`, async (attempt) => {
+      const earlier = attempt > 1 ? await snapshotAtPath(this.db, teamId, adapterId, stored.path) : null;
+      return earlier ?? this.publishRow(teamId, adapterId, stored, trainerStep, extra);
+    });
+  }
+
   async publish(teamId: string, adapter: string, stored: StoredObject, trainerStep: number) {
-    return this.record(await this.publishRow(teamId, adapter, stored, trainerStep), adapter);
+    return this.record(await this.publishOnce(teamId, adapter, stored, trainerStep), adapter);
   }
 
   /** A handle with no team to resolve it in is a bug in the caller, never a lookup. */
@@ -79,7 +98,7 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
     const key = `${teamId}\0${handle}`;
     const hit = this.resolved.get(key);
     if (hit && hit.until > Date.now()) return hit.record;
-    const row = await sampleableSnapshot(this.db, teamId, handle);
+    const row = await retryTransient(`resolve ${handle}`, () => sampleableSnapshot(this.db, teamId, handle));
     if (!row) throw new UnknownHandleError(`unknown policy handle ${handle}`);
     const record = await this.record(row, row.adapterId);
     if (this.resolved.size > 10_000) this.resolved.clear();
@@ -88,7 +107,9 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
   }
 
   async latest(teamId: string, adapter: string): Promise<SnapshotRecord | null> {
-    const row = await latestSnapshot(this.db, teamId, adapter);
+    const row = await retryTransient(`latest snapshot of ${adapter}`, () =>
+      latestSnapshot(this.db, teamId, adapter),
+    );
     return row ? this.record(row, adapter) : null;
   }
 
@@ -99,12 +120,12 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
   ): Promise<SavedWeights> {
     const { stored, trainerStep, jobId } = snapshot;
     const extra = { jobId, expiresAt: options.expiresAt };
-    const row = await this.publishRow(where.teamId, where.adapter, stored, trainerStep, extra);
+    const row = await this.publishOnce(where.teamId, where.adapter, stored, trainerStep, extra);
     return { handle: row.handle, version: row.version };
   }
 
   async hasCheckpoint(where: PolicyLocation, name: string): Promise<boolean> {
-    return (await findCheckpoint(this.db, where.teamId, where.adapter, name)) !== null;
+    return (await this.findCheckpoint(where, name)) !== null;
   }
 
   recordCheckpoint(
@@ -124,15 +145,24 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
       expiresAt: options.expiresAt ?? null,
       ...(jobId ? { jobId } : {}),
     };
-    return recordCheckpoint(this.db, where.teamId, row, { replace: options.replace ?? false });
+    // A retry whose first try's row is there (its answer was lost) is done: with
+    // `replace` it would otherwise replace, and delete, its own object.
+    return retryTransient(`record checkpoint ${name} of ${where.adapter}`, async (attempt) => {
+      if (attempt > 1 && (await this.findCheckpoint(where, name))?.path === stored.path) return null;
+      return recordCheckpoint(this.db, where.teamId, row, { replace: options.replace ?? false });
+    });
   }
 
   findCheckpoint(where: PolicyLocation, name: string): Promise<StoredRef | null> {
-    return findCheckpoint(this.db, where.teamId, where.adapter, name);
+    return retryTransient(`find checkpoint ${name} of ${where.adapter}`, () =>
+      findCheckpoint(this.db, where.teamId, where.adapter, name),
+    );
   }
 
   findPublishedCheckpoint(team: string, adapter: string, name: string): Promise<StoredRef | null> {
-    return findPublishedCheckpoint(this.db, team, adapter, name);
+    return retryTransient(`find checkpoint ${name} of ${adapter}`, () =>
+      findPublishedCheckpoint(this.db, team, adapter, name),
+    );
   }
 
   findSnapshot(where: PolicyLocation, handle: string): Promise<SnapshotRecord | null> {
@@ -140,10 +170,14 @@ export class DbSnapshotRegistry implements SnapshotRegistry, PolicyRegistry {
   }
 
   latestCheckpoint(where: PolicyLocation): Promise<StoredRef | null> {
-    return latestCheckpoint(this.db, where.teamId, where.adapter);
+    return retryTransient(`latest checkpoint of ${where.adapter}`, () =>
+      latestCheckpoint(this.db, where.teamId, where.adapter),
+    );
   }
 
   recordStep(where: PolicyLocation, step: number): Promise<void> {
-    return setAdapterStep(this.db, where.teamId, where.adapter, step);
+    return retryTransient(`record the step of ${where.adapter}`, () =>
+      setAdapterStep(this.db, where.teamId, where.adapter, step),
+    );
   }
 }

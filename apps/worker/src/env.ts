@@ -7,7 +7,11 @@ import { z } from "zod";
 export const ZWorkerEnv = z.object({
   DATABASE_URL: z.string().min(1, "DATABASE_URL is required (npm start sets it)"),
   WORKER_HOST: z.string().min(1).default(hostname()),
-  /** How many adapters' training state this worker may hold. */
+  /**
+   * How many adapters' training state this worker may hold (its slots). 4 fits
+   * npm start's box: jobs take at most 3 (placement.ts keeps one for training
+   * calls), and more jobs at once would only share the same few cores.
+   */
   WORKER_CAPACITY: z.coerce.number().int().positive().default(4),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5000),
   /** Queue jobs run at once (sampling requests batch together up to this). */

@@ -1,6 +1,13 @@
 // The tRPC instance: the procedures every router builds on, and how domain
 // errors become HTTP statuses.
-import { getTeam, NotFoundError, NoWorkerError, QuotaExceededError, UnknownTeamError } from "@opentinker/db";
+import {
+  asTeam,
+  getTeam,
+  NotFoundError,
+  NoWorkerError,
+  QuotaExceededError,
+  UnknownTeamError,
+} from "@opentinker/db";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import type { Context } from "./context.ts";
@@ -53,14 +60,16 @@ const domainErrors = t.middleware(async ({ next }) => {
 export const publicProcedure = t.procedure.use(domainErrors);
 
 /**
- * Every team-owned procedure: resolves the caller's team or refuses with 401.
- * A call that fails is checked once more: if the team was deleted meanwhile
- * (its key was still remembered), the answer is 401, whatever the failure was.
+ * Every team-owned procedure: resolves the caller's team or refuses with 401,
+ * and runs as that team (its queries hold at most the team's share of the
+ * database pool: packages/db/src/team-pool.ts). A call that fails is checked
+ * once more: if the team was deleted meanwhile (its key was still remembered),
+ * the answer is 401, whatever the failure was.
  */
 export const teamProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const caller = ctx.caller;
   if (!caller) throw unauthenticated();
-  const result = await next({ ctx: { ...ctx, caller } });
+  const result = await asTeam(caller.teamId, () => next({ ctx: { ...ctx, caller } }));
   if (!result.ok && result.error.code !== "UNAUTHORIZED" && !(await getTeam(ctx.db, caller.teamId)))
     throw unauthenticated(result.error);
   return result;

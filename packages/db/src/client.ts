@@ -1,12 +1,26 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import { type PoolSettings, poolSettings } from "./env.ts";
 import { PrismaClient } from "./generated/prisma/client.ts";
+import { TeamPoolShares, TeamSharedPool } from "./team-pool.ts";
 
 export type Db = PrismaClient;
 /** A transaction client or the full client: query helpers accept either. */
 export type DbTx = Omit<PrismaClient, "$connect" | "$disconnect" | "$on" | "$transaction" | "$extends">;
 
-export function createDb(url: string): Db {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
+/**
+ * A Prisma client over a pool of `settings.poolSize` connections (from the
+ * environment by default), each team's calls holding at most its share of them
+ * (team-pool.ts), every statement cancelled past the statement timeout.
+ */
+export function createDb(url: string, settings: PoolSettings = poolSettings()): Db {
+  const pool = new TeamSharedPool(
+    { connectionString: url, max: settings.poolSize, statement_timeout: settings.statementTimeoutMs },
+    new TeamPoolShares(settings.teamShare),
+  );
+  return new PrismaClient({
+    adapter: new PrismaPg(pool, { disposeExternalPool: true }),
+    transactionOptions: { maxWait: settings.transactionMaxWaitMs, timeout: settings.transactionTimeoutMs },
+  });
 }
 
 const cache = globalThis as typeof globalThis & { __opentinkerDb?: { url: string; db: Db } };

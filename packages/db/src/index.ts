@@ -7,7 +7,14 @@ export * from "./checkpoints.ts";
 export { createDb, type Db, type DbTx, getDb } from "./client.ts";
 export * from "./database-server.ts";
 export * from "./database-url.ts";
-export { inheritedEnv, staleAfterMs, ZDbEnv } from "./env.ts";
+export {
+  inheritedEnv,
+  type PoolSettings,
+  poolSettings,
+  staleAfterMs,
+  tinkerCallExpiryMs,
+  ZDbEnv,
+} from "./env.ts";
 export * from "./environments.ts";
 export * from "./errors.ts";
 export { findFreePort, isPortFree } from "./free-port.ts";
@@ -33,6 +40,7 @@ export * from "./seed.ts";
 export * from "./sessions.ts";
 export * from "./snapshot-tags.ts";
 export * from "./snapshots.ts";
+export * from "./team-pool.ts";
 export * from "./teams.ts";
 export * from "./tinker-calls.ts";
 export * from "./tinker-checkpoints.ts";
@@ -40,5 +48,6 @@ export * from "./tinker-runs.ts";
 export * from "./tinker-sessions.ts";
 export * from "./trajectories.ts";
 export * from "./trajectory-codec.ts";
+export * from "./transient.ts";
 export * from "./usage.ts";
 export * from "./workers.ts";

@@ -2,7 +2,7 @@
 // metrics and its progress; then the web processes are told (NOTIFY) so that
 // the dashboard's live charts update.
 import type { Db, DbTx } from "./client.ts";
-import type { JobStatus } from "./generated/prisma/enums.ts";
+import type { JobErrorClass, JobStatus } from "./generated/prisma/enums.ts";
 import { queueJobRun } from "./jobs.ts";
 import { recordMetrics } from "./metrics.ts";
 import { METRICS_CHANNEL } from "./queue-names.ts";
@@ -28,12 +28,22 @@ export function recordJobStep(
   const finite = Object.fromEntries(Object.entries(values).filter(([, v]) => Number.isFinite(v)));
   const notice: MetricsNotice = { teamId: job.teamId, jobId: job.id, step };
   return db.$transaction(async (tx) => {
+    // First, so the job row is locked and a step stored by a try whose answer
+    // was lost (the commit went through, the connection did not) is not stored twice.
+    const moved = await tx.job.updateMany({ where: { id: job.id, step }, data: { step: step + 1 } });
+    if (moved.count === 0) return stepAlreadyStored(tx, job.id, step);
     await insertTrajectories(tx, job.teamId, job.id, trajectories);
     await recordMetrics(tx, job.teamId, job.id, step, finite);
     if (validated) await markBestSnapshot(tx, job.teamId, job.id, validated);
-    await tx.job.update({ where: { id: job.id }, data: { step: step + 1 } });
     await tx.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${JSON.stringify(notice)})`;
   });
+}
+
+/** A step whose progress is already past it was stored before; any other is a step out of order (a bug). */
+async function stepAlreadyStored(tx: DbTx, jobId: string, step: number): Promise<void> {
+  const row = await tx.job.findUnique({ where: { id: jobId }, select: { step: true } });
+  if (row && row.step > step) return;
+  throw new Error(`job ${jobId}: step ${step} is not the next step to store (the job is at ${row?.step})`);
 }
 
 /**
@@ -71,20 +81,21 @@ export async function startJob(
   await db.$transaction([
     db.job.update({
       where: { id: job.id },
-      data: { status: "RUNNING", workerId, startedAt: job.startedAt ?? new Date() },
+      data: { status: "RUNNING", workerId, startedAt: job.startedAt ?? new Date(), waitingFor: null },
     }),
     db.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${notice})`,
   ]);
 }
 
-/** Ends a job; its queued work is cancelled with it. */
+/** Ends a job (a failure with its error's class); its queued work is cancelled with it. */
 export async function finishJob(
   db: DbTx,
   job: { teamId: string; id: string },
   status: JobStatus,
   error: string | null = null,
+  errorClass: JobErrorClass | null = null,
 ): Promise<void> {
-  await db.job.update({ where: { id: job.id }, data: { status, error, finishedAt: new Date() } });
+  await db.job.update({ where: { id: job.id }, data: { status, error, errorClass, finishedAt: new Date() } });
   const notice = JSON.stringify({ teamId: job.teamId, jobId: job.id, status });
   await db.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${notice})`;
 }

@@ -2,6 +2,7 @@ import { defaultJobName, VISION_ENVIRONMENTS, visionModelRequired } from "@opent
 import type { Db, DbTx } from "./client.ts";
 import { NotFoundError, QuotaExceededError, UnknownTeamError } from "./errors.ts";
 import { type JobKind, Prisma } from "./generated/prisma/client.ts";
+import { METRICS_CHANNEL } from "./queue-names.ts";
 import { addJobSql, queueTasks } from "./queue-tasks.ts";
 import { jobSelect } from "./selects.ts";
 import { lockTeam } from "./team-lock.ts";
@@ -30,11 +31,14 @@ export interface EnqueueJobInput extends CreateJobInput {
   snapshot?: { handle: string; field: string };
 }
 
-/** Queues a job's run for any worker (queueTasks.job: retried, one queued run per job). */
-export async function queueJobRun(db: DbTx, jobId: string): Promise<void> {
+/**
+ * Queues a job's run for any worker (queueTasks.job: retried, one queued run per
+ * job), not before `delayMs` from now.
+ */
+export async function queueJobRun(db: DbTx, jobId: string, delayMs = 0): Promise<void> {
   const { id, key, maxAttempts } = queueTasks.job;
   const payload = Prisma.sql`json_build_object('jobId', ${jobId}::text)`;
-  await db.$executeRaw`SELECT ${addJobSql({ task: id, payload, maxAttempts, jobKey: key(jobId) })}`;
+  await db.$executeRaw`SELECT ${addJobSql({ task: id, payload, maxAttempts, jobKey: key(jobId), delayMs })}`;
 }
 
 /** Creates a job row (named by its creator, or after its environment and adapter). */
@@ -114,19 +118,61 @@ export function enqueueJob(db: Db, teamId: string, input: EnqueueJobInput) {
     if (!team) throw new UnknownTeamError(`team ${teamId} no longer exists`);
     const adapter = await checkJobObjects(tx, teamId, input);
     checkJobSize(size, team);
-    const active = await tx.job.count({ where: { teamId, status: { in: ["QUEUED", "RUNNING"] } } });
-    if (active >= team.maxConcurrentJobs)
-      throw new QuotaExceededError(
-        `quota exceeded: the team has ${active} queued or running jobs (maxConcurrentJobs is ${team.maxConcurrentJobs})`,
-      );
-    const busy = await tx.job.findFirst({
-      where: { adapterId: adapter.id, status: { in: ["QUEUED", "RUNNING"] } },
-      select: { id: true },
-    });
-    if (busy) throw new RangeError(`adapter ${adapter.id} is already being trained by job ${busy.id}`);
+    await checkJobCanRun(tx, teamId, team, adapter.id);
     const created = await createJob(tx, teamId, job);
     await queueJobRun(tx, created.id);
     return created;
+  });
+}
+
+/**
+ * A job may join the queue when the team is within its concurrent-job quota and
+ * no other job trains its adapter. Call under the team's "jobs" lock.
+ */
+async function checkJobCanRun(
+  tx: DbTx,
+  teamId: string,
+  team: Pick<QuotaRow, "maxConcurrentJobs">,
+  adapterId: string,
+): Promise<void> {
+  const active = await tx.job.count({ where: { teamId, status: { in: ["QUEUED", "RUNNING"] } } });
+  if (active >= team.maxConcurrentJobs)
+    throw new QuotaExceededError(
+      `quota exceeded: the team has ${active} queued or running jobs (maxConcurrentJobs is ${team.maxConcurrentJobs})`,
+    );
+  const busy = await tx.job.findFirst({
+    where: { adapterId, status: { in: ["QUEUED", "RUNNING"] } },
+    select: { id: true },
+  });
+  if (busy) throw new RangeError(`adapter ${adapterId} is already being trained by job ${busy.id}`);
+}
+
+/**
+ * Resumes a FAILED or CANCELLED job of this team from its last checkpoint (issue
+ * 44): back to the queue as if its worker had died, within the team's quota.
+ * Null when the team has no such job (another team's answers the same).
+ */
+export function resumeJob(db: Db, teamId: string, jobId: string) {
+  return db.$transaction(async (tx) => {
+    await lockTeam(tx, "jobs", teamId);
+    const job = await tx.job.findFirst({
+      where: { id: jobId, teamId },
+      select: { status: true, adapterId: true, team: { select: { maxConcurrentJobs: true } } },
+    });
+    if (!job) return null;
+    if (job.status !== "FAILED" && job.status !== "CANCELLED")
+      throw new RangeError(
+        `jobId: job ${jobId} is ${job.status.toLowerCase()}; only a failed or cancelled job can be resumed`,
+      );
+    await checkJobCanRun(tx, teamId, job.team, job.adapterId);
+    await tx.job.update({
+      where: { id: jobId },
+      data: { status: "QUEUED", error: null, errorClass: null, cancelRequestedAt: null, finishedAt: null },
+    });
+    await queueJobRun(tx, jobId);
+    const notice = JSON.stringify({ teamId, jobId, status: "QUEUED" });
+    await tx.$executeRaw`SELECT pg_notify(${METRICS_CHANNEL}, ${notice})`;
+    return getJob(tx, teamId, jobId);
   });
 }
 

@@ -2,8 +2,27 @@
 // on one worker, chosen by base model and free capacity; when a worker's
 // heartbeat stops, its adapters are released and re-placed on their next call,
 // from their last checkpoint.
+//
+// Sharing the slots (issue 44), the one statement of the rule. A worker holds
+// at most `capacity` adapters (its slots), never more: every placement counts
+// and writes under one advisory lock. The pool of an adapter is the online
+// workers with its base model loaded. The teams wanting slots there are those
+// holding one, those with a queued or running job over that base model, and
+// the team asking. A team's share is max(1, floor(pool slots / teams wanting)).
+// - A training call's adapter takes any free slot. When there is none, the
+//   worker is asked to let an idle adapter go (makeRoom): first one of the team
+//   holding the most over its share, else the least recently used; the call
+//   answers a retryable 503 until the slot is free.
+// - A server-side job holds its slot for hours and cannot be asked to leave,
+//   so it starts only where (1) jobs keep at least one slot of the pool free
+//   of jobs (when the pool has more than one), so another team's training call
+//   always finds room, at once or after an idle adapter leaves; (2) its team
+//   then holds no more than its share; (3) the worker that claimed it has a
+//   free slot. Otherwise it stays QUEUED and its run is tried again later,
+//   spending none of its attempts (claimJobRun).
 import type { DbTx } from "./client.ts";
 import { staleAfterMs } from "./env.ts";
+import { Prisma } from "./generated/prisma/client.ts";
 import { METRICS_CHANNEL, REQUEST_CHANNEL } from "./queue-names.ts";
 import { tasks } from "./queue-tasks.ts";
 
@@ -12,6 +31,131 @@ export class NoWorkerError extends Error {
 }
 
 export { DEFAULT_STALE_AFTER_MS, staleAfterMs } from "./env.ts";
+
+/** A team's share of a pool's slots: at least one, so every team can train. */
+export function teamShare(slots: number, teamsWanting: number): number {
+  return Math.max(1, Math.floor(slots / Math.max(1, teamsWanting)));
+}
+
+/** How many of a pool's slots jobs may hold together: all but one, so training calls always find room. */
+export function jobSlotLimit(slots: number): number {
+  return slots > 1 ? slots - 1 : slots;
+}
+
+/** What the rule needs to know of an adapter's pool, its own slot left out. */
+export interface SlotShares {
+  /** Slots of the online workers with the adapter's base model loaded. */
+  slots: number;
+  /** Each team's share of them (teamShare). */
+  share: number;
+  /** Slots each team holds there. */
+  held: Map<string, number>;
+  /** Slots held there by adapters whose job is queued or running. */
+  jobSlots: number;
+}
+
+const online = (stale: number) => Prisma.sql`w.status = 'ONLINE'
+  AND w."heartbeatAt" > now() - make_interval(secs => ${stale / 1000}::float8)`;
+
+/** The slots of an adapter's pool, who holds them, and each team's share (the asker's team counted as wanting). */
+export async function slotShares(tx: DbTx, adapterId: string): Promise<SlotShares> {
+  const [row] = await tx.$queryRaw<
+    { slots: number; teams: number; jobSlots: number; held: Record<string, number> }[]
+  >`
+    WITH me AS (
+      SELECT a.id, a."teamId", a."baseModelId", b.name AS base
+      FROM "Adapter" a JOIN "BaseModel" b ON b.id = a."baseModelId" WHERE a.id = ${adapterId}),
+    pool AS (
+      SELECT w.id, w.capacity FROM "Worker" w, me WHERE ${online(staleAfterMs())} AND me.base = ANY(w."loadedModels")),
+    placed AS (
+      SELECT p."teamId", EXISTS (SELECT 1 FROM "Job" j WHERE j."adapterId" = p.id
+          AND j.status IN ('QUEUED', 'RUNNING')) AS "forJob"
+      FROM "Adapter" p WHERE p."workerId" IN (SELECT id FROM pool) AND p.id <> ${adapterId}),
+    wanting AS (
+      SELECT "teamId" FROM placed
+      UNION SELECT j."teamId" FROM "Job" j JOIN "Adapter" ja ON ja.id = j."adapterId", me
+        WHERE j.status IN ('QUEUED', 'RUNNING') AND ja."baseModelId" = me."baseModelId"
+      UNION SELECT "teamId" FROM me)
+    SELECT (SELECT coalesce(sum(capacity), 0) FROM pool)::int AS slots,
+      (SELECT count(*) FROM wanting)::int AS teams,
+      (SELECT count(*) FROM placed WHERE "forJob")::int AS "jobSlots",
+      (SELECT coalesce(json_object_agg("teamId", n), '{}'::json)
+        FROM (SELECT "teamId", count(*)::int AS n FROM placed GROUP BY "teamId") h) AS held`;
+  const slots = row?.slots ?? 0;
+  return {
+    slots,
+    share: teamShare(slots, row?.teams ?? 1),
+    held: new Map(Object.entries(row?.held ?? {})),
+    jobSlots: row?.jobSlots ?? 0,
+  };
+}
+
+/** Teams holding more than their share, the furthest over first: their idle adapters leave first. */
+export function teamsOverShare(shares: SlotShares): string[] {
+  return [...shares.held]
+    .filter(([, held]) => held > shares.share)
+    .sort((a, b) => b[1] - a[1])
+    .map(([teamId]) => teamId);
+}
+
+/**
+ * One placement decision at a time, service-wide (a transaction-scoped advisory
+ * lock): the slots counted stay the slots written, so no worker is overfilled.
+ * Taken after the placed adapter's row lock, never before.
+ */
+async function lockPlacement(tx: DbTx): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('opentinker:placement'))`;
+}
+
+/** Where makeRoom may look for an idle adapter to let go: one worker's, or one team's. */
+export type RoomScope = { workerId: string } | { teamId: string };
+
+/** A job's adapter took a slot on the claiming worker, or the job waits: why, and where room would help. */
+export type JobPlacement = { placed: true } | { placed: false; reason: string; room: RoomScope | null };
+
+/** Rules (1) and (2) for a job of `teamId`: why it must wait, or null when it may start. */
+function waitForShare(shares: SlotShares, teamId: string): JobPlacement | null {
+  const jobLimit = jobSlotLimit(shares.slots);
+  if (shares.jobSlots + 1 > jobLimit)
+    return {
+      placed: false,
+      reason: `jobs hold ${shares.jobSlots} of the ${jobLimit} slots they may`,
+      room: null,
+    };
+  const held = shares.held.get(teamId) ?? 0;
+  if (held + 1 > shares.share)
+    return {
+      placed: false,
+      reason: `the team holds ${held} slots, its share is ${shares.share}`,
+      room: { teamId },
+    };
+  return null;
+}
+
+/**
+ * Places a job's adapter on the worker that claimed the job, within the rule
+ * above, or says why the job must wait. Call in a transaction; it locks the
+ * adapter row, then placement.
+ */
+export async function placeJobAdapter(
+  tx: DbTx,
+  job: { teamId: string; adapterId: string },
+  workerId: string,
+): Promise<JobPlacement> {
+  await tx.$queryRaw`SELECT id FROM "Adapter" WHERE id = ${job.adapterId} AND "teamId" = ${job.teamId} FOR UPDATE`;
+  await lockPlacement(tx);
+  const shares = await slotShares(tx, job.adapterId);
+  // A worker without the base model has no pool: the job fails there as it would have.
+  const waiting = shares.slots > 0 ? waitForShare(shares, job.teamId) : null;
+  if (waiting) return waiting;
+  const [worker] = await tx.$queryRaw<{ capacity: number; used: number }[]>`
+    SELECT w.capacity, (SELECT count(*) FROM "Adapter" p WHERE p."workerId" = w.id AND p.id <> ${job.adapterId})::int AS used
+    FROM "Worker" w WHERE w.id = ${workerId}`;
+  if (!worker || worker.used >= worker.capacity)
+    return { placed: false, reason: `worker ${workerId} is full`, room: { workerId } };
+  await tx.adapter.update({ where: { id: job.adapterId }, data: { workerId } });
+  return { placed: true };
+}
 
 /**
  * The worker holding an adapter, placing it first if it has none (or its worker
@@ -24,6 +168,7 @@ export async function placeAdapter(tx: DbTx, adapterId: string): Promise<string>
     WHERE a.id = ${adapterId} AND w.status = 'ONLINE'
       AND w."heartbeatAt" > now() - make_interval(secs => ${stale / 1000}::float8)`;
   if (current) return current.workerId;
+  await lockPlacement(tx);
   // Prefer a worker that already has the base model loaded, then the emptiest.
   const [chosen] = await tx.$queryRaw<{ id: string }[]>`
     SELECT w.id FROM "Worker" w, "Adapter" a JOIN "BaseModel" b ON b.id = a."baseModelId"

@@ -64,10 +64,13 @@ export interface AddJob {
   maxAttempts: number;
   queue?: string | null;
   jobKey: string | Prisma.Sql;
+  /** Not before this many milliseconds from now (a job resuming after a fault backs off). */
+  delayMs?: number;
 }
 
 /** The graphile-worker call that queues a task's run, inside the caller's statement. */
 export function addJobSql(job: AddJob): Prisma.Sql {
   return Prisma.sql`graphile_worker.add_job(${job.task}::text, ${job.payload},
-    queue_name => ${job.queue ?? null}::text, max_attempts => ${job.maxAttempts}::int, job_key => ${job.jobKey}::text)`;
+    queue_name => ${job.queue ?? null}::text, max_attempts => ${job.maxAttempts}::int, job_key => ${job.jobKey}::text,
+    run_at => now() + make_interval(secs => ${(job.delayMs ?? 0) / 1000}::float8))`;
 }

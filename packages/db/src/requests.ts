@@ -7,7 +7,14 @@ import { randomUUID } from "node:crypto";
 import type { Db, DbTx } from "./client.ts";
 import { NotFoundError, postgresCause, RETRY_SQLSTATE, rethrowDomainError } from "./errors.ts";
 import { Prisma, type RequestKind } from "./generated/prisma/client.ts";
-import { NoWorkerError, placeAdapter, staleAfterMs } from "./placement.ts";
+import {
+  NoWorkerError,
+  placeAdapter,
+  type RoomScope,
+  slotShares,
+  staleAfterMs,
+  teamsOverShare,
+} from "./placement.ts";
 import { REQUEST_CHANNEL } from "./queue-names.ts";
 import { addJobSql, queueTasks } from "./queue-tasks.ts";
 
@@ -148,8 +155,9 @@ async function enqueueOnPlacedAdapter(
 
 /**
  * The adapter has no live worker: place it, then queue, in one transaction.
- * When every worker that could hold it is full, the idlest adapter there is
- * asked to leave (makeRoom) and the call is refused as retryable (503).
+ * When every worker that could hold it is full, an idle adapter there is asked
+ * to leave (makeRoom, by the slot-sharing rule) and the call is refused as
+ * retryable (503): the retry finds the slot it freed.
  */
 async function enqueueAndPlace(
   db: Db,
@@ -167,7 +175,7 @@ async function enqueueAndPlace(
     });
     throw new NoWorkerError(
       making
-        ? "every worker is full; the least recently used idle adapter is being saved and released to make room: retry in a moment"
+        ? "every worker is full; an idle adapter is being saved and released to make room: retry in a moment (a team holding more than its share of slots gives one up first)"
         : error.message,
     );
   }
@@ -325,14 +333,20 @@ export function parseRequestNotice(payload: string): { id: string; outcome: Requ
 }
 
 /**
- * Asks the least recently used idle adapter on a worker that could hold
- * `adapterId` (same base model loaded) to save its state and leave: a RELEASE
- * call queued behind its own calls. Idle: no unfinished call, no running job,
- * no release already on its way. True when one was asked (or already is).
+ * Asks an idle adapter on a worker that could hold `adapterId` (same base model
+ * loaded) to save its state and leave: a RELEASE call queued behind its own
+ * calls. Idle: no unfinished call, no queued or running job, no release already
+ * on its way. The slot-sharing rule (placement.ts) picks it: one of the team
+ * holding the most over its share first, else the least recently used. `scope`
+ * narrows the choice to one worker's or one team's adapters (a waiting job's
+ * claim). True when one was asked (or already is).
  */
-export async function makeRoom(db: Db, adapterId: string): Promise<boolean> {
+export async function makeRoom(db: Db, adapterId: string, scope?: RoomScope): Promise<boolean> {
   return db.$transaction(async (tx) => {
     const stale = staleAfterMs();
+    const overShare = teamsOverShare(await slotShares(tx, adapterId));
+    const onWorker = scope && "workerId" in scope ? scope.workerId : null;
+    const ofTeam = scope && "teamId" in scope ? scope.teamId : null;
     const [victim] = await tx.$queryRaw<{ id: string; teamId: string; workerId: string; pending: boolean }[]>`
       SELECT v.id, v."teamId", v."workerId",
         EXISTS (SELECT 1 FROM "Request" r WHERE r."adapterId" = v.id AND r.kind = 'RELEASE'
@@ -343,10 +357,13 @@ export async function makeRoom(db: Db, adapterId: string): Promise<boolean> {
       JOIN "BaseModel" b ON b.id = a."baseModelId"
       WHERE v.id <> ${adapterId} AND w.status = 'ONLINE' AND b.name = ANY(w."loadedModels")
         AND w."heartbeatAt" > now() - make_interval(secs => ${stale / 1000}::float8)
+        AND (${onWorker}::text IS NULL OR v."workerId" = ${onWorker}::text)
+        AND (${ofTeam}::text IS NULL OR v."teamId" = ${ofTeam}::text)
         AND NOT EXISTS (SELECT 1 FROM "Request" r WHERE r."adapterId" = v.id AND r.kind <> 'RELEASE'
                         AND r.status IN ('QUEUED', 'RUNNING'))
         AND NOT EXISTS (SELECT 1 FROM "Job" j WHERE j."adapterId" = v.id AND j.status IN ('QUEUED', 'RUNNING'))
       ORDER BY pending DESC,
+        array_position(${overShare}::text[], v."teamId") ASC NULLS LAST,
         (SELECT max(r."createdAt") FROM "Request" r WHERE r."adapterId" = v.id) ASC NULLS FIRST
       LIMIT 1
       FOR UPDATE OF v SKIP LOCKED`;

@@ -7,6 +7,16 @@ import { setUserPassword } from "./passwords.ts";
 export const DEMO_TEAM_SLUG = "demo";
 export const DEMO_USER_EMAIL = "demo@opentinker.local";
 
+/**
+ * The demo team's quotas, for the box `npm start` runs: one worker of 4 slots
+ * (WORKER_CAPACITY's default) on a few cores. Jobs there hold at most 3 slots
+ * (placement.ts keeps one for training calls such as examples/rl-remote.ts),
+ * so 3 run at once and the rest wait QUEUED for a slot. 8 queued or running
+ * jobs lets a new user start every preset from the dashboard at once (the first
+ * hour of issue 44 started 7) without a 429.
+ */
+export const DEMO_TEAM_QUOTAS = { maxConcurrentJobs: 8 } as const;
+
 export interface SeedOptions {
   /** Built-in base models to register (the engine supplies them as they exist). */
   baseModels?: BaseModelInput[];
@@ -25,7 +35,7 @@ export interface SeedResult {
 export async function seed(db: Db, options: SeedOptions = {}): Promise<SeedResult> {
   const team = await db.team.upsert({
     where: { slug: DEMO_TEAM_SLUG },
-    create: { slug: DEMO_TEAM_SLUG, name: "Demo team" },
+    create: { slug: DEMO_TEAM_SLUG, name: "Demo team", ...DEMO_TEAM_QUOTAS },
     update: {},
     select: { id: true },
   });

@@ -43,6 +43,14 @@ export function publishSnapshot(db: Db, teamId: string, input: PublishSnapshotIn
   });
 }
 
+/**
+ * The adapter's snapshot stored at `path`, or null: a publish retried after a
+ * lost answer finds the version its first try allocated instead of taking another.
+ */
+export function snapshotAtPath(db: DbTx, teamId: string, adapterId: string, path: string) {
+  return db.snapshot.findFirst({ where: { teamId, adapterId, path }, select: snapshotSelect });
+}
+
 export function listSnapshots(db: Db, teamId: string, adapterId: string) {
   return db.snapshot.findMany({
     where: { teamId, adapterId },

@@ -2,8 +2,18 @@
 // adapters) and sampling sessions a session created. Every query is within the
 // caller's team, so another team's session or sampler answers like a missing one.
 import { randomUUID } from "node:crypto";
-import type { DbTx } from "./client.ts";
+import type { Db, DbTx } from "./client.ts";
+import { QuotaExceededError, UnknownTeamError } from "./errors.ts";
 import type { Prisma } from "./generated/prisma/client.ts";
+import { lockTeam } from "./team-lock.ts";
+
+/**
+ * A session is live while its SDK heartbeats it (every 10 s); one silent this
+ * long has ended and no longer counts against the team's maxTinkerSessions.
+ */
+export const TINKER_SESSION_LIVE_MS = 10 * 60_000;
+
+const liveSince = () => new Date(Date.now() - TINKER_SESSION_LIVE_MS);
 
 export interface NewTinkerSession {
   tags: string[];
@@ -12,21 +22,53 @@ export interface NewTinkerSession {
   projectId: string | null;
 }
 
-export async function createTinkerSession(db: DbTx, teamId: string, input: NewTinkerSession) {
+/** Refuses when the team already has maxTinkerSessions live sessions (under the team's lock). */
+async function checkSessionQuota(tx: DbTx, teamId: string): Promise<void> {
+  const team = await tx.team.findUnique({ where: { id: teamId }, select: { maxTinkerSessions: true } });
+  if (!team) throw new UnknownTeamError(`team ${teamId} no longer exists`);
+  const live = await tx.tinkerSession.count({ where: { teamId, heartbeatAt: { gt: liveSince() } } });
+  if (live >= team.maxTinkerSessions)
+    throw new QuotaExceededError(
+      `quota exceeded: the team has ${live} live Tinker sessions (maxTinkerSessions is ${team.maxTinkerSessions}); a session ends ${TINKER_SESSION_LIVE_MS / 60_000} minutes after its last heartbeat`,
+    );
+}
+
+/** A new session of the team, within its quota of live sessions (counted exactly under concurrency). */
+export async function createTinkerSession(db: Db, teamId: string, input: NewTinkerSession) {
   const { userMetadata, ...fields } = input;
-  return db.tinkerSession.create({
-    data: { id: randomUUID(), teamId, ...fields, ...(userMetadata === null ? {} : { userMetadata }) },
-    select: { id: true },
+  return db.$transaction(async (tx) => {
+    await lockTeam(tx, "tinker-sessions", teamId);
+    await checkSessionQuota(tx, teamId);
+    return tx.tinkerSession.create({
+      data: { id: randomUUID(), teamId, ...fields, ...(userMetadata === null ? {} : { userMetadata }) },
+      select: { id: true },
+    });
   });
 }
 
-/** A heartbeat of this team's session; false when there is none. */
-export async function touchTinkerSession(db: DbTx, teamId: string, id: string): Promise<boolean> {
-  const { count } = await db.tinkerSession.updateMany({
-    where: { id, teamId },
-    data: { heartbeatAt: new Date() },
+/**
+ * A heartbeat of this team's session; false when there is none. A session that
+ * had ended comes back only within the quota, as a new one would.
+ */
+export async function touchTinkerSession(db: Db, teamId: string, id: string): Promise<boolean> {
+  const beat = { heartbeatAt: new Date() };
+  const live = await db.tinkerSession.updateMany({
+    where: { id, teamId, heartbeatAt: { gt: liveSince() } },
+    data: beat,
   });
-  return count === 1;
+  if (live.count === 1) return true;
+  return db.$transaction(async (tx) => {
+    await lockTeam(tx, "tinker-sessions", teamId);
+    const session = await tx.tinkerSession.findFirst({
+      where: { id, teamId },
+      select: { heartbeatAt: true },
+    });
+    if (!session) return false;
+    // Another heartbeat may have brought it back meanwhile: then it is live, and counted already.
+    if (session.heartbeatAt <= liveSince()) await checkSessionQuota(tx, teamId);
+    await tx.tinkerSession.updateMany({ where: { id, teamId }, data: beat });
+    return true;
+  });
 }
 
 /** Whether this team has the session (checked before anything is created under it). */

@@ -1,9 +1,9 @@
 // The dashboard shows each environment field's default from the protocol's
 // BUILTIN_CONFIG_DEFAULTS (the web imports no environment code): these hold it
 // equal to what the environments do when the field is absent.
-import { BUILTIN_CONFIG_DEFAULTS, builtinConfigDefault } from "@opentinker/protocol";
+import { BUILTIN_CONFIG_DEFAULTS, BUILTIN_DESCRIPTIONS, builtinConfigDefault } from "@opentinker/protocol";
 import { describe, expect, it } from "vitest";
-import { ARITHMETIC_MAX_OPERAND } from "./arithmetic.ts";
+import { ARITHMETIC_MAX_OPERAND, ARITHMETIC_OPS, type ArithmeticOp } from "./arithmetic.ts";
 import { CALCULATOR_CALL_COST, CALCULATOR_MAX_CALLS, CALCULATOR_MAX_TOKENS } from "./calculator.ts";
 import {
   GUESS_FORMAT_PENALTY,
@@ -33,5 +33,12 @@ describe("the built-in environments' defaults, as the protocol states them", () 
     expect(builtinConfigDefault("arithmetic", "maxTokens")).toBe(DEFAULT_MAX_TOKENS);
     expect(builtinConfigDefault("guess-number", "formatPenalty")).toBe(GUESS_FORMAT_PENALTY);
     expect(builtinConfigDefault("arithmetic", "formatPenalty")).toBe(DEFAULT_FORMAT_PENALTY);
+  });
+});
+
+describe("the built-in environments' descriptions, as the dashboard shows them", () => {
+  it("name every operator the arithmetic prompts use", () => {
+    const verbs: Record<ArithmeticOp, string> = { "+": "add", "-": "subtract", "*": "multiply" };
+    for (const op of ARITHMETIC_OPS) expect(BUILTIN_DESCRIPTIONS.arithmetic).toContain(verbs[op]);
   });
 });

@@ -9,6 +9,17 @@ export const BUILTIN_ENVIRONMENTS = ["arithmetic", "guess-number", "nim", "shape
 export const ZBuiltinEnvironment = z.enum(BUILTIN_ENVIRONMENTS);
 export type BuiltinEnvironment = z.infer<typeof ZBuiltinEnvironment>;
 
+/** What each built-in is, and what its jobs need (the dashboard shows it; packages/envs' tests hold it true). */
+export const BUILTIN_DESCRIPTIONS: Record<BuiltinEnvironment, string> = {
+  arithmetic: "Single turn: add, subtract or multiply two numbers.",
+  "guess-number": "Multi-turn: find a secret number from higher/lower feedback.",
+  nim: "Two-agent Nim, one pile, take 1–3; whoever takes the last stone wins. A job's group size is its games per group.",
+  shapes:
+    "Name the shape or count the shapes in a picture. Its jobs need an adapter over a vision-language base model (opentinker-vl-tiny).",
+  calculator:
+    "Multi-turn with a tool: answer arithmetic, or first call the calculator (calc 12 * 34) and read its reply. Each call costs a little. opentinker-tool-tiny knows the call format.",
+};
+
 /** Built-in environments whose prompts hold a picture: their jobs need a vision-language base model. */
 export const VISION_ENVIRONMENTS: readonly BuiltinEnvironment[] = ["shapes"];
 
@@ -26,7 +37,8 @@ export const ZBuiltinEnvConfig = z
     /** guess-number: the secret is in [1, maxNumber]. */
     maxNumber: z.number().int().min(2).max(1_000_000),
     maxGuesses: z.number().int().min(1).max(64),
-    formatPenalty: z.number().finite(),
+    /** The reward of a malformed answer: a penalty (≤ 0), on the scale of rewards (a right answer is 1). */
+    formatPenalty: z.number().finite().min(-100).max(0),
     maxTokens: z.number().int().min(1).max(4096),
     /** nim: the training opponent; validation and EVAL jobs play the random one unless a fixed one is named. */
     opponent: z.enum(NIM_OPPONENTS),

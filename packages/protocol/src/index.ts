@@ -1,3 +1,4 @@
+export * from "./abort.ts";
 export * from "./adapters.ts";
 export * from "./api.ts";
 export * from "./api-keys.ts";
@@ -6,6 +7,7 @@ export * from "./clients.ts";
 export * from "./datum.ts";
 export * from "./divergence.ts";
 export * from "./environments.ts";
+export * from "./faults.ts";
 export * from "./handles.ts";
 export * from "./jobs.ts";
 export * from "./losses.ts";

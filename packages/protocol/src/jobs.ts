@@ -1,6 +1,7 @@
 // Server-side jobs (issue: control plane): what a team submits to have the
 // service run the RL, SFT or evaluation loop for it, and how the API shows them.
 import { z } from "zod";
+import { ZJobErrorClass } from "./faults.ts";
 import { ZSamplerHandle } from "./handles.ts";
 import {
   namesUnusedReference,
@@ -259,6 +260,13 @@ const ZJobFields = z.object({
   status: z.enum(["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]),
   step: z.number(),
   error: z.string().nullable(),
+  /** Set when the job FAILED: its own config or data (USER) or a bug of ours (INTERNAL). */
+  errorClass: ZJobErrorClass.nullable(),
+  /** Transient faults the job resumed from (back to the queue, then its last checkpoint), and the last one's message. */
+  faults: z.number().int(),
+  lastFault: z.string().nullable(),
+  /** Why a QUEUED job has not started yet (e.g. its team holds its share of the worker slots). */
+  waitingFor: z.string().nullable(),
   cancelRequested: z.boolean(),
   createdAt: z.string(),
   startedAt: z.string().nullable(),

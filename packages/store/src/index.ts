@@ -10,4 +10,4 @@ export {
   type StoredObject,
 } from "./object-store.ts";
 export { type OpenStoreOptions, openStore } from "./open-store.ts";
-export type { RetryPolicy } from "./retry.ts";
+export { isTransientStoreError, type RetryPolicy } from "./retry.ts";

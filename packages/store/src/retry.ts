@@ -20,6 +20,27 @@ function retryable(error: unknown): boolean {
   return status === undefined || status >= 500 || status === 408 || status === 429;
 }
 
+/**
+ * A store error that says the service or the connection failed, not the request
+ * (a 5xx, a timeout, throttling, or what the S3 client itself marks retryable),
+ * so the same write may succeed later: a job that meets one after the store's
+ * own retries is resumed, not failed. Connection errors without a status are the
+ * caller's to recognise (protocol's isNetworkFault).
+ */
+export function isTransientStoreError(error: unknown): boolean {
+  // The store wraps what the S3 client threw (naming the object) as its cause.
+  for (let e = error, depth = 0; e != null && depth < 4; e = (e as { cause?: unknown }).cause, depth++)
+    if (transientOne(e)) return true;
+  return false;
+}
+
+function transientOne(error: unknown): boolean {
+  const e = error as { $metadata?: { httpStatusCode?: number }; $retryable?: unknown; name?: unknown };
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined) return status >= 500 || status === 408 || status === 429;
+  return Boolean(e.$retryable) || e.name === "TimeoutError";
+}
+
 export async function withRetries<T>(policy: RetryPolicy, run: () => Promise<T>): Promise<T> {
   let delay = policy.firstDelayMs;
   for (let attempt = 1; ; attempt++) {

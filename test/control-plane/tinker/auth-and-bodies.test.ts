@@ -150,3 +150,46 @@ describe("Tinker front: zstd bodies", () => {
     expect(await cp.t.db.request.count()).toBe(before);
   });
 });
+
+/** A ~150-byte forward_backward whose one datum declares a sparse `target_tokens` of shape [1, cols]. */
+function declaring(cols: number) {
+  return fwdBwdProto({
+    model_id: modelId,
+    seq_id: 0,
+    data: [
+      {
+        model_input: [{ encoded_text: { tokens: new Uint8Array(new Int32Array([1, 2]).buffer) } }],
+        loss_fn_inputs: {
+          target_tokens: {
+            sparse_csr: {
+              values: new Uint8Array(new BigInt64Array([3n]).buffer),
+              crow_indices: new Uint8Array(new BigInt64Array([0n, 1n]).buffer),
+              col_indices: new Uint8Array(new BigInt64Array([0n]).buffer),
+            },
+            dtype: 2,
+            shape: [1, cols],
+          },
+        },
+      },
+    ],
+  });
+}
+
+describe("Tinker front: declared tensor sizes", () => {
+  it("refuses a tiny body declaring a huge tensor before allocating it, naming the field and the model's bound", async () => {
+    const model = await cp.t.db.baseModel.findUniqueOrThrow({ where: { name: BASE } });
+    const before = await cp.t.db.request.count();
+    for (const cols of [2 ** 40, 2 ** 32, 8 * 1024 * 1024]) {
+      const body = declaring(cols);
+      expect(body.byteLength).toBeLessThan(200);
+      const refused = await tinker<{ detail: string }>(keyOf(team), "forward_backward", undefined, {
+        protobufBody: body,
+      });
+      expect(refused.status, refused.body.detail).toBe(400);
+      expect(refused.body.detail).toBe(
+        `forward_backward_input.data.0.loss_fn_inputs.target_tokens: shape [1, ${cols}] declares ${cols} values; that exceeds the ${model.contextLength} a loss input may hold (one per position of ${BASE}'s context)`,
+      );
+    }
+    expect(await cp.t.db.request.count()).toBe(before);
+  });
+});

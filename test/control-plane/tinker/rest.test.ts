@@ -76,6 +76,80 @@ describe("Tinker REST: sessions and samplers", () => {
   });
 });
 
+describe("Tinker sessions: bounded metadata and a quota of live sessions", () => {
+  const sessionBody = (user_metadata: unknown) => ({ tags: [], sdk_version: "0.25.0", user_metadata });
+
+  it("refuses user metadata past its bounds on create_session and create_model, naming it, writing nothing", async () => {
+    const before = [await cp.t.db.tinkerSession.count(), await cp.t.db.adapter.count()];
+    const keys = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, "v"]));
+    const cases: [unknown, string][] = [
+      [
+        { blob: "x".repeat(8 * 1024 * 1024) },
+        `user_metadata: is ${8 * 1024 * 1024 + 11} bytes as JSON; at most 16384`,
+      ],
+      [{ blob: "x".repeat(16 * 1024) }, `user_metadata: is ${16 * 1024 + 11} bytes as JSON; at most 16384`],
+      [keys, "user_metadata: has 65 keys; at most 64"],
+      [{ ["k".repeat(129)]: "v" }, `user_metadata.${"k".repeat(129)}: `],
+    ];
+    for (const [metadata, detail] of cases) {
+      const session = await tinker<{ detail: string }>(keyOf(team), "create_session", sessionBody(metadata));
+      expect(session.status, session.body.detail).toBe(400);
+      expect(session.body.detail.startsWith(detail), session.body.detail).toBe(true);
+      const model = await tinker<{ detail: string }>(keyOf(team), "create_model", {
+        session_id: sessionId,
+        base_model: BASE,
+        lora_config: { rank: 4 },
+        user_metadata: metadata,
+      });
+      expect(model.status, model.body.detail).toBe(400);
+      expect(model.body.detail.startsWith(detail), model.body.detail).toBe(true);
+    }
+    expect([await cp.t.db.tinkerSession.count(), await cp.t.db.adapter.count()]).toEqual(before);
+    const fits = await tinker(
+      keyOf(team),
+      "create_session",
+      sessionBody({ blob: "x".repeat(16 * 1024 - 20) }),
+    );
+    expect(fits.status).toBe(200);
+  });
+
+  it("holds a team's live sessions to maxTinkerSessions exactly under concurrency; an ended one no longer counts", async () => {
+    const quota = await cp.team("tinker-session-quota");
+    await cp.t.db.team.update({ where: { id: quota.id }, data: { maxTinkerSessions: 3 } });
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        tinker<{ session_id?: string; detail?: string }>(keyOf(quota), "create_session", sessionBody(null)),
+      ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 429, 429, 429, 429, 429]);
+    for (const refused of answers.filter((a) => a.status === 429))
+      expect(refused.body.detail).toMatch(
+        /^quota exceeded: the team has 3 live Tinker sessions \(maxTinkerSessions is 3\)/,
+      );
+    expect(await cp.t.db.tinkerSession.count({ where: { teamId: quota.id } })).toBe(3);
+    // A session unheard of for more than ten minutes has ended: its place is free.
+    const [first, second] = answers.flatMap((a) => (a.body.session_id ? [a.body.session_id] : []));
+    const end = (id: string | undefined) =>
+      cp.t.db.tinkerSession.update({
+        where: { id },
+        data: { heartbeatAt: new Date(Date.now() - 11 * 60_000) },
+      });
+    await end(first);
+    const next = await tinker(keyOf(quota), "create_session", sessionBody(null));
+    expect(next.status).toBe(200);
+    // An ended session's heartbeat brings it back only within the quota.
+    const full = await tinker<{ detail: string }>(keyOf(quota), "session_heartbeat", { session_id: first });
+    expect(full.status).toBe(429);
+    await end(second);
+    const back = await tinker(keyOf(quota), "session_heartbeat", { session_id: first });
+    expect(back.status).toBe(200);
+    const live = await cp.t.db.tinkerSession.count({
+      where: { teamId: quota.id, heartbeatAt: { gt: new Date(Date.now() - 10 * 60_000) } },
+    });
+    expect(live).toBe(3);
+  });
+});
+
 describe("Tinker REST: training runs, usage, audit, traces", () => {
   it("lists training runs with their metadata and newest saved weights", async () => {
     await resolved(keyOf(team), "save_weights", { model_id: modelId, path: "first" });

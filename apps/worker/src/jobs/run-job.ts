@@ -3,11 +3,10 @@
 // step's trajectories and metrics are stored before the next step begins, and
 // the training state is checkpointed every `checkpointEvery` steps, so that a job
 // whose worker died resumes elsewhere from its last checkpoint.
-import { recordJobStep } from "@opentinker/db";
+import { recordJobStep, type TrajectoryInput, type ValidationResult } from "@opentinker/db";
 import { type PolicySession, tokenizerOf, visionDims } from "@opentinker/engine";
 import {
   bestMetricOf,
-  formatJobCheckpointName,
   type RlJobConfig,
   ZEvalJobConfig,
   ZRlJobConfig,
@@ -15,7 +14,9 @@ import {
 } from "@opentinker/protocol";
 import { conversationToDatum, evaluate, type RlStep, scoreStep, trainRl, trainSft } from "@opentinker/sdk";
 import type { EngineHost } from "../engine-host.ts";
+import { retryTransient } from "../faults.ts";
 import { type DatasetModel, type EnvironmentRow, environmentDataset } from "./datasets.ts";
+import { saveJobCheckpoint } from "./job-checkpoints.ts";
 import { jobSampler, jobTrainingClient } from "./job-clients.ts";
 import { trajectoryRows } from "./trajectories.ts";
 
@@ -42,7 +43,21 @@ export interface JobRun {
 
 /** Checkpoints the job's progress after `step` steps (its name is how a resumed job finds it). */
 function saveProgress(run: JobRun, step: number) {
-  return run.session.checkpoint(formatJobCheckpointName({ jobId: run.job.id, step }), run.job.id);
+  return saveJobCheckpoint(run.host.db, run.job, run.session, step);
+}
+
+/** Stores a step's rows and progress, retried through transient faults (storing is idempotent per step). */
+function storeStep(
+  run: JobRun,
+  step: number,
+  values: Record<string, number>,
+  trajectories: TrajectoryInput[],
+  validated?: ValidationResult,
+) {
+  const { host, job } = run;
+  return retryTransient(`job ${job.id}: store step ${step}`, () =>
+    recordJobStep(host.db, job, step, values, trajectories, validated),
+  );
 }
 
 function environmentOf(job: RunnableJob): EnvironmentRow {
@@ -114,7 +129,7 @@ async function runRl(run: JobRun): Promise<void> {
     onStep: async (result) => {
       const { step, record, trajectories } = result;
       const rows = trajectoryRows(step, trajectories);
-      await recordJobStep(host.db, job, step, record, rows, validationResult(job, result));
+      await storeStep(run, step, record, rows, validationResult(job, result));
       if ((step + 1) % config.checkpointEvery === 0 || step + 1 === config.steps)
         await saveProgress(run, step + 1);
     },
@@ -135,7 +150,7 @@ async function runSft(run: JobRun): Promise<void> {
     startStep: run.startStep,
     shouldStop: run.shouldStop,
     onStep: async (record) => {
-      await recordJobStep(host.db, job, record.step, record, []);
+      await storeStep(run, record.step, record, []);
       await saveProgress(run, record.step + 1);
     },
   });
@@ -162,9 +177,8 @@ async function runEval(run: JobRun): Promise<void> {
   });
   // Cut short: the job stops (or goes back to the queue) with nothing half evaluated stored.
   if (run.signal.aborted) return;
-  await recordJobStep(
-    host.db,
-    job,
+  await storeStep(
+    run,
     0,
     result.metrics,
     trajectoryRows(0, scoreStep(result.groups, sampler.version).trajectories),

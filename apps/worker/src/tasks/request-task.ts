@@ -1,6 +1,7 @@
 import { claimRequest, type Db, finishRequest, type Prisma, ZRequestTaskPayload } from "@opentinker/db";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
+import { retryTransient } from "../faults.ts";
 import type { FollowUps } from "../queue.ts";
 
 export type ClaimedRequest = Awaited<ReturnType<typeof claimRequest>>[number];
@@ -34,7 +35,10 @@ export function requestTask(
     } catch (error) {
       outcome = { error: errorMessage(error) };
     }
-    const { followedUp } = await finishRequest(db, requestId, outcome);
+    // Retried here, not by the queue: a queue retry would run the call a second time.
+    const { followedUp } = await retryTransient(`request ${requestId}: store its outcome`, () =>
+      finishRequest(db, requestId, outcome),
+    );
     if (followedUp) followUps?.mark(helpers.job.id);
   };
 }

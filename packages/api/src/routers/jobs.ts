@@ -8,6 +8,7 @@ import {
   listJobPage,
   listJobs,
   listJobTrajectories,
+  resumeJob,
 } from "@opentinker/db";
 import {
   type JobInfo,
@@ -44,6 +45,10 @@ function present(job: JobRow): JobInfo {
     status: job.status,
     step: job.step,
     error: job.error,
+    errorClass: job.errorClass,
+    faults: job.faults,
+    lastFault: job.lastFault,
+    waitingFor: job.status === "QUEUED" ? job.waitingFor : null,
     cancelRequested: job.cancelRequestedAt !== null,
     createdAt: iso(job.createdAt),
     startedAt: isoOrNull(job.startedAt),
@@ -138,6 +143,13 @@ export const jobsRouter = router({
     .output(ZJob)
     .mutation(async ({ ctx, input }) =>
       present(found(await cancelJob(ctx.db, ctx.caller.teamId, input.jobId), "job", input.jobId)),
+    ),
+
+  resume: jobRoute("POST", "/v1/jobs/{jobId}/resume")
+    .input(ZJobIdRequest)
+    .output(ZJob)
+    .mutation(async ({ ctx, input }) =>
+      present(found(await resumeJob(ctx.db, ctx.caller.teamId, input.jobId), "job", input.jobId)),
     ),
 
   metrics: jobRoute("GET", "/v1/jobs/{jobId}/metrics")

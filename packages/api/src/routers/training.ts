@@ -27,7 +27,7 @@ import {
 } from "@opentinker/protocol";
 import { TRPCError } from "@trpc/server";
 import type { z } from "zod";
-import type { Caller } from "../context.ts";
+import type { Caller, Context } from "../context.ts";
 import { enqueueWithInlineWait } from "../inline-wait.ts";
 import { ShortCache } from "../short-cache.ts";
 import { badRequest, found, notFound, router, teamRoute } from "../trpc.ts";
@@ -90,27 +90,67 @@ const checkSavedState: PayloadCheck<z.infer<typeof ZLoadStateInput>> = async (pa
   if (!found) notFound("checkpoint", payload.path);
 };
 
+/** A training call's payload once checked, and the adapter it trains. */
+export interface CheckedTrainingCall {
+  adapterId: string;
+  payload: object;
+}
+
+type TeamContext = Context & { caller: Caller };
+
+/** Each kind's checks, as its procedure runs them (filled in as the procedures are defined). */
+const checksByKind = new Map<
+  TrainingRequestKind,
+  (ctx: TeamContext, input: unknown) => Promise<CheckedTrainingCall>
+>();
+
+/**
+ * Checks a training call as its procedure does (its schema, then against the
+ * adapter's base model and the team's objects), throwing the same 4xx, for a
+ * front that queues the call itself (the Tinker front, in its seq_id order).
+ */
+export function checkTrainingCall(
+  ctx: TeamContext,
+  kind: TrainingRequestKind,
+  input: unknown,
+): Promise<CheckedTrainingCall> {
+  const check = checksByKind.get(kind);
+  if (!check) throw new Error(`checkTrainingCall: no procedure for ${kind}`);
+  return check(ctx, input);
+}
+
+async function checkPayload<T>(ctx: TeamContext, payload: T, check?: PayloadCheck<T>) {
+  const { adapterId } = payload as { adapterId: string };
+  const model = await baseModelOf(ctx.db, ctx.caller.teamId, adapterId);
+  await check?.(payload, { db: ctx.db, caller: ctx.caller, model });
+  return { adapterId, payload: payload as object };
+}
+
 function call<S extends z.ZodRawShape & { adapterId: z.ZodString }>(
   kind: TrainingRequestKind,
   path: `/${string}`,
   input: z.ZodObject<S>,
   check?: PayloadCheck<z.infer<z.ZodObject<S>>>,
 ) {
+  checksByKind.set(kind, (ctx, raw) => {
+    const parsed = input.safeParse(raw);
+    // The cause carries zod's issues, so the message names the field as the procedure's would.
+    if (!parsed.success)
+      throw new TRPCError({ code: "BAD_REQUEST", message: parsed.error.message, cause: parsed.error });
+    return checkPayload(ctx, parsed.data, check);
+  });
   return teamRoute("POST", path, "training")
     .input(input.extend({ waitMs: ZWaitMs }))
     .output(ZFutureRef)
     .mutation(async ({ ctx, input: withWait }) => {
       // The generic schema's output type is opaque to TypeScript; the fields are there.
       const { waitMs, ...rest } = withWait as { waitMs?: number };
-      const payload = rest as z.infer<z.ZodObject<S>>;
-      const { adapterId } = payload as { adapterId: string };
-      const model = await baseModelOf(ctx.db, ctx.caller.teamId, adapterId);
-      await check?.(payload, { db: ctx.db, caller: ctx.caller, model });
+      const { adapterId, payload } = await checkPayload(ctx, rest as z.infer<z.ZodObject<S>>, check);
       return enqueueWithInlineWait(ctx, waitMs, (requestId) =>
         enqueueTrainingRequest(ctx.db, ctx.caller.teamId, {
           adapterId,
           kind,
-          payload: payload as object,
+          payload,
           requestId,
         }),
       );

@@ -19,13 +19,14 @@
 // forward and its tape over the prompt; this one the unembedding of the prompt
 // rows (BENCHMARKS.md, "prompt logprobs"). Both agree with the trainer within 1e-4
 // (sampler-prompt-logprobs.test.ts). Calls that do not ask run as before.
-import type {
-  ModelInput,
-  PromptLogprobsOptions,
-  SampledSequence,
-  SampleResponse,
-  SamplingParams,
-  SamplingParamsInput,
+import {
+  type ModelInput,
+  type PromptLogprobsOptions,
+  type SampledSequence,
+  type SampleResponse,
+  type SamplingParams,
+  type SamplingParamsInput,
+  whenAborted,
 } from "@opentinker/protocol";
 import type { ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
@@ -203,9 +204,9 @@ export class Sampler {
         reject,
         cleanup: () => {},
       };
+      // One listener per signal, however many of its requests are in flight (a job's are dozens).
       const onAbort = () => this.finish(request, new AbortError(`sample: request ${id} was aborted`));
-      signal?.addEventListener("abort", onAbort, { once: true });
-      request.cleanup = () => signal?.removeEventListener("abort", onAbort);
+      request.cleanup = signal ? whenAborted(signal, onAbort) : () => {};
       this.scheduler.enqueue(request);
       this.schedule();
     });

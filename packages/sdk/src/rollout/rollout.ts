@@ -2,7 +2,7 @@
 // send the current model input and stop condition to the sampling client; record
 // the action tokens and their logprobs before the action reaches the environment.
 // A whole window is bound to one policy version (C4).
-import type { SamplingClient, SamplingParamsInput } from "@opentinker/protocol";
+import { type SamplingClient, type SamplingParamsInput, whenAborted } from "@opentinker/protocol";
 import type { Env, EnvGroupBuilder } from "../env/types.ts";
 import type { Trajectory, TrajectoryGroup, Transition } from "./trajectory.ts";
 
@@ -23,14 +23,16 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** `work`, or a rejection as soon as `signal` aborts (the work itself is left to settle). */
+/**
+ * `work`, or a rejection as soon as `signal` aborts (the work itself is left to
+ * settle). Every episode waits on the same signal: `whenAborted` keeps that one listener.
+ */
 function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   if (signal.aborted) return Promise.reject(new Error("the rollout was aborted"));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new Error("the rollout was aborted"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    const release = whenAborted(signal, () => reject(new Error("the rollout was aborted")));
+    work.then(resolve, reject).finally(release);
   });
 }
 

@@ -4,6 +4,7 @@
 // form and the server agree.
 import {
   BUILTIN_CONFIG_FIELDS,
+  BUILTIN_DESCRIPTIONS,
   BUILTIN_ENVIRONMENTS,
   type BuiltinEnvConfigKey,
   builtinConfigDefault,
@@ -27,15 +28,7 @@ export const BUILTIN_LABEL: Record<BuiltinEnvironment, string> = {
 };
 
 /** What each built-in is, and what its jobs need. */
-export const BUILTIN_ABOUT: Record<BuiltinEnvironment, string> = {
-  arithmetic: "Single turn: add two numbers.",
-  "guess-number": "Multi-turn: find a secret number from higher/lower feedback.",
-  nim: "Two-agent Nim, one pile, take 1–3; whoever takes the last stone wins. A job's group size is its games per group.",
-  shapes:
-    "Name the shape or count the shapes in a picture. Its jobs need an adapter over a vision-language base model (opentinker-vl-tiny).",
-  calculator:
-    "Multi-turn with a tool: answer arithmetic, or first call the calculator (calc 12 * 34) and read its reply. Each call costs a little. opentinker-tool-tiny knows the call format.",
-};
+export const BUILTIN_ABOUT: Record<BuiltinEnvironment, string> = BUILTIN_DESCRIPTIONS;
 
 export const CONFIG_FIELDS: Record<BuiltinEnvironment, ConfigKey[]> = BUILTIN_CONFIG_FIELDS;
 

@@ -12,6 +12,7 @@ import { Page } from "../shared/page.tsx";
 import { ButtonLink, Card, ErrorState, Loading, Stat, StatusBadge, timeAgo } from "../ui.tsx";
 import { isActive, type Job, useAdapterNames } from "./api.ts";
 import { compareHref } from "./compare.ts";
+import { canResume, failureClass, faultsNote, waitingNote } from "./job-faults.ts";
 import { JobCharts, LatestMetrics } from "./metric-charts.tsx";
 import { formatNumber, latestValue, type MetricRow } from "./metric-table.ts";
 import { type LiveState, latestStep, liveState, stepsDone, totalSteps } from "./steps.ts";
@@ -157,9 +158,21 @@ function JobSummary({ job, rows }: { job: Job; rows: readonly MetricRow[] }) {
           {job.finishedAt ? timeAgo(job.finishedAt) : job.startedAt ? timeAgo(job.startedAt) : "not yet"}
         </Stat>
       </dl>
+      {waitingNote(job) && (
+        <p role="status" className="mt-4 text-xs text-gray-600">
+          {waitingNote(job)}
+        </p>
+      )}
+      {faultsNote(job) && (
+        <p role="note" className="mt-4 text-xs text-gray-600">
+          {faultsNote(job)}
+        </p>
+      )}
       {job.error && (
         <div className="mt-4">
-          <h2 className="text-sm font-medium text-red-800">Error</h2>
+          <h2 className="text-sm font-medium text-red-800">
+            Error{failureClass(job) ? ` (${failureClass(job)})` : ""}
+          </h2>
           <pre
             role="alert"
             className="mt-1 whitespace-pre-wrap break-words rounded border border-red-200 bg-red-50 p-3 text-xs text-red-800"
@@ -169,7 +182,35 @@ function JobSummary({ job, rows }: { job: Job; rows: readonly MetricRow[] }) {
         </div>
       )}
       {isActive(job.status) && <CancelJob job={job} />}
+      {canResume(job) && <ResumeJob job={job} />}
     </Card>
+  );
+}
+
+/** A failed or cancelled job goes on from its last checkpoint. */
+function ResumeJob({ job }: { job: Job }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const resume = useMutation(
+    trpc.jobs.resume.mutationOptions({
+      onSuccess: (updated) => {
+        queryClient.setQueryData(trpc.jobs.get.queryKey({ jobId: job.id }), updated);
+        void queryClient.invalidateQueries({ queryKey: trpc.jobs.list.queryKey() });
+      },
+    }),
+  );
+  return (
+    <div className="mt-4 border-t border-gray-100 pt-4">
+      <ConfirmButton
+        label="Resume job"
+        question="Resume this job from its last checkpoint? Steps after it run again."
+        confirmLabel="Resume job"
+        keepLabel="Leave it"
+        onConfirm={() => resume.mutate({ jobId: job.id })}
+        pending={resume.isPending}
+        error={resume.error}
+      />
+    </div>
   );
 }
 

@@ -13,6 +13,7 @@ import { AdapterLink } from "../shared/links.tsx";
 import { When } from "../shared/when.tsx";
 import { Button, type Column, Loading, QueryTable, StatusBadge } from "../ui.tsx";
 import { isActive } from "./api.ts";
+import { failureSummary } from "./job-faults.ts";
 import {
   type ListView,
   metricLabel,
@@ -79,6 +80,16 @@ function columns(view: ListView, show: (view: ListView) => void, now: number): C
             <StatusBadge status={job.status} />
             {job.cancelRequested && isActive(job.status) && (
               <span className="ml-1 text-xs text-gray-500">cancelling</span>
+            )}
+            {job.status === "QUEUED" && job.waitingFor && (
+              <span className="block max-w-xs truncate text-xs text-gray-500" title={job.waitingFor}>
+                waiting for a slot
+              </span>
+            )}
+            {failureSummary(job) && (
+              <span className="block max-w-xs truncate text-xs text-red-700" title={job.error ?? ""}>
+                {failureSummary(job)}
+              </span>
             )}
           </>
         ),

@@ -1,6 +1,8 @@
 // Request bodies, read the same way by every API route (REST, tRPC, auth): the
 // size and the nesting depth are capped before anything is parsed, so a hostile
 // body costs a bounded amount of work and is refused with a message that says why.
+// Also the one home of the rule that no text a caller sends holds a NUL byte
+// (`refuseNulBytes`), which every front applies where its input enters.
 import type { IncomingMessage } from "node:http";
 
 /** Request bodies larger than this are refused with 413 before they are parsed. */
@@ -88,15 +90,79 @@ export function checkJsonDepth(text: string): void {
   if (deep !== null) throw new HttpError(400, `${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`);
 }
 
-/** Parses JSON text after the depth check; empty text is `{}`. */
+const NUL = "\u0000";
+
+/** A path segment as a message shows it (a key holding a NUL byte is shown escaped). */
+const segment = (key: string | number): string =>
+  typeof key === "number" ? String(key) : JSON.stringify(key).slice(1, -1);
+
+/**
+ * Where `value` first holds a NUL byte, in a string or an object's key, as a
+ * field path under `root` ("data.0.name"; "body" for the value itself); null
+ * when nowhere. Postgres cannot store a NUL byte in text (error 22021) and no
+ * name or id of ours needs one.
+ */
+export function nulByteAt(value: unknown, root = ""): string | null {
+  const path: (string | number)[] = root ? [root] : [];
+  const at = () => path.map(segment).join(".") || "body";
+  // Depth-first over one shared path: no copy per element (arrays of numbers are long).
+  const visit = (key: string | number, child: unknown): string | null => {
+    if (typeof child !== "string" && (typeof child !== "object" || child === null) && typeof key === "number")
+      return null;
+    path.push(key);
+    const found = typeof key === "string" && key.includes(NUL) ? at() : walk(child);
+    path.pop();
+    return found;
+  };
+  const walk = (v: unknown): string | null => {
+    if (typeof v === "string") return v.includes(NUL) ? at() : null;
+    // Binary fields (a protobuf body's bytes) are values, not text.
+    if (typeof v !== "object" || v === null || ArrayBuffer.isView(v)) return null;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const found = visit(i, v[i]);
+        if (found !== null) return found;
+      }
+      return null;
+    }
+    for (const [key, child] of Object.entries(v)) {
+      const found = visit(key, child);
+      if (found !== null) return found;
+    }
+    return null;
+  };
+  return walk(value);
+}
+
+/** The refusal of a NUL byte in the field at `path`. */
+export const nulByteMessage = (path: string): string =>
+  `${path}: contains a NUL byte (\\u0000), which no text field accepts`;
+
+/** Refuses (400, naming the field) a value holding a NUL byte anywhere. */
+export function refuseNulBytes(value: unknown, root = ""): void {
+  const path = nulByteAt(value, root);
+  if (path !== null) throw new HttpError(400, nulByteMessage(path));
+}
+
+/**
+ * Whether JSON text may decode to a string holding a NUL byte: JSON writes one
+ * only as the escape \u0000 (raw control characters are not JSON), so other
+ * text needs no walk once parsed.
+ */
+export const jsonMayHoldNul = (text: string): boolean => text.includes("\\u0000");
+
+/** Parses JSON text after the depth check, refusing NUL bytes; empty text is `{}`. */
 export function parseJsonText(text: string): unknown {
   if (text.trim() === "") return {};
   checkJsonDepth(text);
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new HttpError(400, `malformed JSON body: ${(error as Error).message}`);
   }
+  if (jsonMayHoldNul(text)) refuseNulBytes(parsed);
+  return parsed;
 }
 
 /** A POST body's media type must be JSON whenever there is a body (415 otherwise). */

@@ -12,7 +12,7 @@ import { appRouter, type Context, restError, unauthenticated } from "@opentinker
 import { callTRPCProcedure, TRPCError } from "@trpc/server";
 import { generateOpenApiDocument, type OpenApiMeta } from "trpc-to-openapi";
 import { z } from "zod";
-import { HttpError, readJsonBody } from "./body.ts";
+import { HttpError, readJsonBody, refuseNulBytes } from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
 
 export function openApiDocument(baseUrl: string) {
@@ -130,7 +130,12 @@ function pathParams(route: Route, path: string): Record<string, string> {
 }
 
 async function inputOf(req: IncomingMessage, url: URL, route: Route, params: Record<string, string>) {
-  if (!takesBody(route.method)) return { ...queryInput(url, route.input), ...params };
+  refuseNulBytes(params);
+  if (!takesBody(route.method)) {
+    const query = queryInput(url, route.input);
+    refuseNulBytes(query);
+    return { ...query, ...params };
+  }
   const body = await readJsonBody(req);
   if (typeof body !== "object" || body === null || Array.isArray(body))
     throw new HttpError(400, "body: expected a JSON object");

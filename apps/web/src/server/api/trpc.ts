@@ -1,7 +1,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { appRouter } from "@opentinker/api";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { checkJsonDepth, HttpError, MAX_BODY_BYTES, readBodyText, requireJsonContentType } from "./body.ts";
+import {
+  checkJsonDepth,
+  HttpError,
+  jsonMayHoldNul,
+  MAX_BODY_BYTES,
+  nulByteAt,
+  nulByteMessage,
+  readBodyText,
+  requireJsonContentType,
+} from "./body.ts";
 import { type ApiDeps, contextFactory } from "./context.ts";
 
 /** An error in tRPC's own wire shape, so the dashboard's client reads it like any other. */
@@ -14,21 +23,36 @@ function sendTrpcError(res: ServerResponse, error: HttpError): void {
   );
 }
 
+/** Refuses input text holding a NUL byte, naming the field (a batch's inputs are keyed by their index). */
+function refuseNulInput(text: string, batch: boolean): void {
+  if (!jsonMayHoldNul(text)) return;
+  let input: unknown;
+  try {
+    input = JSON.parse(text);
+  } catch {
+    return; // tRPC refuses malformed JSON itself
+  }
+  const values = batch && typeof input === "object" && input !== null ? Object.values(input) : [input];
+  for (const value of values) {
+    const path = nulByteAt(value);
+    if (path !== null) throw new HttpError(400, nulByteMessage(path === "body" ? "input" : path));
+  }
+}
+
 /**
  * The body (or a query's `input` parameter) read and checked the same way as
- * REST's before tRPC sees it: size and nesting depth capped. tRPC then parses
- * the text we hand it.
+ * REST's before tRPC sees it: size and nesting depth capped, no NUL byte in any
+ * string. tRPC then parses the text we hand it.
  */
 async function checkedInput(req: IncomingMessage & { body?: unknown }): Promise<void> {
   if (req.method === "POST") {
     requireJsonContentType(req);
     req.body = await readBodyText(req, MAX_BODY_BYTES);
   }
-  const text =
-    req.method === "POST"
-      ? (req.body as string)
-      : (new URL(req.url ?? "/", "http://localhost").searchParams.get("input") ?? "");
+  const query = new URL(req.url ?? "/", "http://localhost").searchParams;
+  const text = req.method === "POST" ? (req.body as string) : (query.get("input") ?? "");
   checkJsonDepth(text);
+  refuseNulInput(text, query.get("batch") === "1");
 }
 
 /** tRPC over HTTP at /api/trpc, for the dashboard's typed client. */

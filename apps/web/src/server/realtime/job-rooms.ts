@@ -3,6 +3,7 @@
 import type { Caller } from "@opentinker/api";
 import { type Db, getJob, listMetrics } from "@opentinker/db";
 import type { Socket } from "socket.io";
+import { nulByteAt, nulByteMessage } from "../api/body.ts";
 import { resolveSocketCaller, UNAUTHENTICATED_MESSAGE } from "./auth.ts";
 import {
   type ClientToServerEvents,
@@ -25,15 +26,23 @@ export type RelaySocket = Socket<
 
 const BAD_REQUEST = "send { jobId: string }";
 
+/** The request's job id, or why it is refused (no NUL byte in any string, as on every front). */
+function jobRequest(request: unknown): { jobId: string } | { error: string } {
+  const parsed = ZJobRequest.safeParse(request);
+  if (!parsed.success) return { error: BAD_REQUEST };
+  const nul = nulByteAt(parsed.data);
+  return nul === null ? parsed.data : { error: nulByteMessage(nul) };
+}
+
 async function subscribe(
   db: Db,
   sessionSecret: string,
   socket: RelaySocket,
   request: unknown,
 ): Promise<SubscribeAck> {
-  const parsed = ZJobRequest.safeParse(request);
-  if (!parsed.success) return { ok: false, error: BAD_REQUEST };
-  const { jobId } = parsed.data;
+  const parsed = jobRequest(request);
+  if ("error" in parsed) return { ok: false, error: parsed.error };
+  const { jobId } = parsed;
   // The handshake's credentials are checked again: the key may have been revoked,
   // or the member removed, since the connection opened.
   const caller = await resolveSocketCaller(db, socket.handshake, sessionSecret);
@@ -64,8 +73,8 @@ export function handleJobRooms(db: Db, sessionSecret: string, socket: RelaySocke
     });
   });
   socket.on("unsubscribe", (request, ack) => {
-    const parsed = ZJobRequest.safeParse(request);
-    if (parsed.success) void socket.leave(jobRoom(parsed.data.jobId));
-    if (typeof ack === "function") ack(parsed.success ? { ok: true } : { ok: false, error: BAD_REQUEST });
+    const parsed = jobRequest(request);
+    if (!("error" in parsed)) void socket.leave(jobRoom(parsed.jobId));
+    if (typeof ack === "function") ack("error" in parsed ? { ok: false, error: parsed.error } : { ok: true });
   });
 }

@@ -2,7 +2,13 @@
 // (protobuf for forward/backward and sampling when the client accepts it), a
 // refusal as `{ error, category }`, or `try_again` after a long poll on the
 // request waiter (held below the SDK's 45 s read timeout; it polls again at once).
-import { findTinkerCall, getAdapter, type RequestOutcome, requestInput } from "@opentinker/db";
+import {
+  getAdapter,
+  pollTinkerCall,
+  type RequestOutcome,
+  requestInput,
+  tinkerCallExpiryMs,
+} from "@opentinker/db";
 import {
   formatTinkerPath,
   parseStatePath,
@@ -20,8 +26,14 @@ import { encodeForwardBackwardOutput, encodeSampleResponse } from "./wire.ts";
 
 /** How long one retrieve_future holds the connection before answering try_again. */
 export const LONG_POLL_MS = 25_000;
-/** A call still waiting for an earlier seq_id is asked about again after this pause. */
-const HELD_CALL_PAUSE_MS = 250;
+/**
+ * How long a poll of a call not yet queued waits (its result wakes it, should
+ * another call release it and it finish meanwhile) before the call is looked at
+ * again: held for an earlier seq_id (also how soon its expiry is seen), or next
+ * in line but refused as busy (no free slot, the team's quota), tried again.
+ */
+const HELD_CALL_WAIT_MS = 1_000;
+const BUSY_CALL_WAIT_MS = 500;
 
 const tryAgain = (requestId: string): Reply => ({
   json: { type: "try_again", request_id: requestId, queue_state: "active" },
@@ -98,20 +110,33 @@ export async function retrieveFuture(scope: Scope, body: unknown, protobuf: bool
       throw new TinkerError(404, `future ${request_id} not found`);
     return { json: { type: "create_model", model_id: adapterId } };
   }
-  let requestId = request_id;
-  const held = await findTinkerCall(scope.ctx.db, teamId, request_id);
-  if (held) {
-    if (held.errorStatus !== null)
-      return failed(held.error ?? "refused", held.errorStatus < 500 ? "user" : "server");
-    if (held.requestId === null) {
-      await new Promise((resolve) => setTimeout(resolve, HELD_CALL_PAUSE_MS));
-      return tryAgain(request_id);
-    }
-    requestId = held.requestId;
-  }
-  const row = await scope.ctx.waiter.wait(teamId, requestId, LONG_POLL_MS);
+  // Most futures name their Request (a Tinker call's Request takes the call's id); else a call not yet queued.
+  const row =
+    (await scope.ctx.waiter.wait(teamId, request_id, LONG_POLL_MS)) ?? (await heldCall(scope, request_id));
   // Another team's future answers like a missing one.
   if (!row) throw new TinkerError(404, `future ${request_id} not found`);
+  if ("reply" in row) return row.reply;
   if (row.status === "QUEUED" || row.status === "RUNNING") return tryAgain(request_id);
   return present(scope, row, protobuf);
+}
+
+/**
+ * A Tinker call that was not a Request when asked about: its model's calls are
+ * moved on (held calls past the expiry refused, due ones queued), then it is
+ * waited for while it waits for an earlier seq_id (or, refused as busy, briefly).
+ */
+async function heldCall(scope: Scope, id: string): Promise<RequestOutcome | { reply: Reply } | null> {
+  const teamId = scope.ctx.caller.teamId;
+  const progress = await pollTinkerCall(scope.ctx.db, teamId, id);
+  if (!progress) return null;
+  if ("refused" in progress) {
+    const { status, message } = progress.refused;
+    return { reply: failed(message, status < 500 ? "user" : "server") };
+  }
+  if ("requestId" in progress) return scope.ctx.waiter.wait(teamId, progress.requestId, LONG_POLL_MS);
+  const waitMs =
+    progress.waiting === "busy" ? BUSY_CALL_WAIT_MS : Math.min(HELD_CALL_WAIT_MS, tinkerCallExpiryMs());
+  // Released by another call meanwhile, it may even finish within the wait.
+  const outcome = await (await scope.ctx.waiter.expect(id)).result(teamId, waitMs);
+  return outcome ?? { reply: tryAgain(id) };
 }

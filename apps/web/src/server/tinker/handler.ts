@@ -5,9 +5,9 @@
 // key: the link's signature says what it may read.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createCaller, createInnerContext } from "@opentinker/api";
-import { NotFoundError } from "@opentinker/db";
+import { asTeam, NotFoundError, QuotaExceededError } from "@opentinker/db";
 import { TRPCError } from "@trpc/server";
-import { HttpError } from "../api/body.ts";
+import { HttpError, refuseNulBytes } from "../api/body.ts";
 import { type ApiDeps, forgetAuthenticatedKeys } from "../api/context.ts";
 import { tinkerCaller } from "./auth.ts";
 import { TinkerError } from "./convert.ts";
@@ -87,6 +87,10 @@ async function answer(deps: ApiDeps & { aliases: TinkerModelAliases }, req: Inco
   const header = req.headers["x-api-key"];
   const caller = await tinkerCaller(deps.db, deps.sessionSecret, typeof header === "string" ? header : "");
   if (!caller) throw new TinkerError(401, UNAUTHENTICATED);
+  // Bodies are checked as they are read (JSON in body.ts, protobuf in wire.ts); the URL's parts here.
+  const search = query(req);
+  refuseNulBytes(params);
+  refuseNulBytes(search);
   const ctx = createInnerContext({
     db: deps.db,
     waiter: deps.waiter,
@@ -102,7 +106,8 @@ async function answer(deps: ApiDeps & { aliases: TinkerModelAliases }, req: Inco
     secret: deps.sessionSecret,
     origin: originOf(req),
   };
-  return route.handler({ scope, req, params, query: query(req) });
+  // As the caller's team: its queries hold at most the team's share of the database pool.
+  return asTeam(caller.teamId, () => route.handler({ scope, req, params, query: search }));
 }
 
 export function createTinkerHandler(deps: ApiDeps & { tinkerModels?: TinkerModelAliases }) {
@@ -115,6 +120,7 @@ export function createTinkerHandler(deps: ApiDeps & { tinkerModels?: TinkerModel
         return sendRefusal(res, error.status, error.message);
       if (error instanceof WireError) return sendRefusal(res, 400, error.message);
       if (error instanceof NotFoundError) return sendRefusal(res, 404, error.message);
+      if (error instanceof QuotaExceededError) return sendRefusal(res, 429, error.message);
       if (error instanceof TRPCError) {
         const refusal = trpcRefusal(error);
         if (refusal.errorStatus >= 500)

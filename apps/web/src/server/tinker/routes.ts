@@ -11,6 +11,7 @@ import * as sampling from "./sampling.ts";
 import { ZForwardBackwardBody, ZForwardBody } from "./schemas.ts";
 import { parseBody, type Reply, type Scope } from "./scope.ts";
 import * as sessions from "./sessions.ts";
+import { tensorLimits } from "./tensor-limits.ts";
 import * as training from "./training.ts";
 import * as weights from "./weights.ts";
 import { decodeForwardBackward, PROTOBUF } from "./wire.ts";
@@ -54,7 +55,10 @@ async function bodyBytes(req: IncomingMessage): Promise<Buffer> {
 /** 0.25 sends protobuf (forward_only marks forward()); 0.24 sends the JSON body. */
 const forwardBackward: Handler = async ({ scope, req }) => {
   if ((req.headers["content-type"] ?? "").startsWith(PROTOBUF)) {
-    const { forward_only, ...body } = decodeForwardBackward(await bodyBytes(req));
+    const bytes = await bodyBytes(req);
+    const { forward_only, ...body } = await decodeForwardBackward(bytes, (model) =>
+      tensorLimits(scope, model),
+    );
     return {
       json: await training.forwardBackward(scope, parseBody(ZForwardBackwardBody, body), forward_only),
     };

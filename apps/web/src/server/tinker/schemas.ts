@@ -47,9 +47,23 @@ export const ZForwardBody = z.object({
   forward_input: ZForwardBackwardInput,
 });
 
+/** What a session's or model's user metadata may hold: labels for the user, not a store. */
+export const USER_METADATA_LIMITS = { maxBytes: 16 * 1024, maxKeys: 64, maxKeyLength: 128 } as const;
+
+const ZUserMetadata = z
+  .record(z.string().min(1).max(USER_METADATA_LIMITS.maxKeyLength), z.json())
+  .superRefine((metadata, ctx) => {
+    const { maxBytes, maxKeys } = USER_METADATA_LIMITS;
+    const keys = Object.keys(metadata).length;
+    if (keys > maxKeys) ctx.addIssue({ code: "custom", message: `has ${keys} keys; at most ${maxKeys}` });
+    const bytes = Buffer.byteLength(JSON.stringify(metadata));
+    if (bytes > maxBytes)
+      ctx.addIssue({ code: "custom", message: `is ${bytes} bytes as JSON; at most ${maxBytes}` });
+  });
+
 export const ZCreateSessionBody = z.object({
   tags: z.array(z.string().max(256)).max(64).default([]),
-  user_metadata: z.record(z.string(), z.json()).nullish(),
+  user_metadata: ZUserMetadata.nullish(),
   sdk_version: z.string().max(64).default("unknown"),
   project_id: z.string().max(128).nullish(),
 });
@@ -60,7 +74,7 @@ export const ZCreateModelBody = z.object({
   session_id: z.string().nullish(),
   model_seq_id: z.number().int().nullish(),
   base_model: z.string().min(1),
-  user_metadata: z.record(z.string(), z.json()).nullish(),
+  user_metadata: ZUserMetadata.nullish(),
   lora_config: z
     .object({
       rank: z.number().int(),

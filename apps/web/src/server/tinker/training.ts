@@ -1,15 +1,10 @@
 // Training calls over the Tinker protocol (forward, forward_backward,
 // optim_step, save_weights_for_sampler; save_weights and load_weights in
-// weights.ts): each becomes a call of our training API, in the model's seq_id order.
+// weights.ts): each is checked as our training API checks it, then queued in the
+// model's seq_id order (packages/db/src/tinker-calls.ts), as one Request at most.
 import { randomUUID } from "node:crypto";
-import {
-  findTinkerCall,
-  type RequestKind,
-  recordTinkerCall,
-  releaseTinkerCalls,
-  type TinkerCallOutcome,
-} from "@opentinker/db";
-import type { FutureRef } from "@opentinker/protocol";
+import { checkTrainingCall } from "@opentinker/api";
+import { submitTinkerCall, type TinkerRefusal, type TrainingRequestKind } from "@opentinker/db";
 import { TRPCError } from "@trpc/server";
 import { adamParams, forwardInput, TinkerError } from "./convert.ts";
 import { trpcRefusal } from "./errors.ts";
@@ -17,65 +12,40 @@ import { ZSaveWeightsForSamplerBody } from "./rest-schemas.ts";
 import { type TinkerForwardBackwardBody, ZOptimStepBody } from "./schemas.ts";
 import { parseBody, type Scope } from "./scope.ts";
 
-/** Turns one training call into a Request through its procedure; a refusal becomes its status and message. */
-async function queueCall(scope: Scope, kind: RequestKind, input: unknown): Promise<TinkerCallOutcome> {
-  const procedures: Partial<Record<RequestKind, (i: never) => Promise<FutureRef>>> = {
-    FORWARD: scope.api.training.forward,
-    FORWARD_BACKWARD: scope.api.training.forwardBackward,
-    OPTIM_STEP: scope.api.training.optimStep,
-    SAVE_WEIGHTS_FOR_SAMPLER: scope.api.training.saveWeightsForSampler,
-    SAVE_STATE: scope.api.training.saveState,
-    LOAD_STATE: scope.api.training.loadState,
-    UNLOAD: scope.api.training.unload,
-  };
-  const procedure = procedures[kind];
-  if (!procedure) return { errorStatus: 400, error: `${kind} is not a training call of the Tinker front` };
-  try {
-    return { requestId: (await procedure(input as never)).requestId };
-  } catch (error) {
-    if (error instanceof TRPCError) return trpcRefusal(error);
-    console.error(`web: tinker ${kind} failed: ${error instanceof Error ? error.message : error}`);
-    return { errorStatus: 500, error: "internal error" };
-  }
+/** A call's check refused it (4xx): its refusal; anything else (a failure) is thrown. */
+function checkRefusal(error: unknown): { refusal: TinkerRefusal } {
+  const refusal = error instanceof TRPCError ? trpcRefusal(error) : null;
+  if (!refusal || refusal.errorStatus >= 500) throw error;
+  return { refusal: { status: refusal.errorStatus, message: refusal.error } };
 }
 
 /**
- * A training call in the model's seq_id order: queued at once when every
- * earlier call has been, else held (its future answers try_again meanwhile).
- * A call without a seq_id is queued as it comes.
+ * A training call in the model's seq_id order: checked as our training API
+ * checks it, then queued at once when every earlier call has been, else held
+ * (its future answers try_again meanwhile). A call sent again gets the same
+ * future; nothing of a refused call runs. A call without a seq_id is queued as it comes.
  */
 export async function trainingCall(
   scope: Scope,
-  kind: RequestKind,
+  kind: TrainingRequestKind,
   adapterId: string,
   seqId: number | null | undefined,
   input: object,
 ) {
-  const teamId = scope.ctx.caller.teamId;
-  const now = seqId == null ? await queueCall(scope, kind, input) : null;
-  if (now) {
-    if ("errorStatus" in now) throw new TinkerError(now.errorStatus, now.error);
-    return { request_id: now.requestId, model_id: adapterId };
-  }
-  const recorded = await recordTinkerCall(scope.ctx.db, teamId, {
+  // A refused check still goes to the call's record: its seq_id is settled (or, sent before, it is that call).
+  const checked = await checkTrainingCall(scope.ctx, kind, input).then(
+    ({ payload }) => ({ payload }),
+    checkRefusal,
+  );
+  const answer = await submitTinkerCall(scope.ctx.db, scope.ctx.caller.teamId, {
     adapterId,
-    seqId: seqId as number,
+    seqId: seqId ?? null,
     kind,
-    input,
+    checked,
   });
-  const busy =
-    recorded.requestId === null && recorded.errorStatus === null
-      ? await releaseTinkerCalls(scope.ctx.db, teamId, adapterId, (call) =>
-          queueCall(scope, call.kind, call.input),
-        )
-      : null;
-  const call = (await findTinkerCall(scope.ctx.db, teamId, recorded.id)) ?? recorded;
-  // The service was busy (e.g. making room on a worker): the SDK sends the same call again.
-  if (busy && call.requestId === null && call.errorStatus === null)
-    throw new TinkerError(busy.errorStatus, busy.error);
-  if (call.errorStatus !== null) throw new TinkerError(call.errorStatus, call.error ?? "refused");
-  // Always the call's own id (retrieve_future follows it to its Request), so a resent call gets the same future.
-  return { request_id: call.id, model_id: adapterId };
+  if ("refused" in answer) throw new TinkerError(answer.refused.status, answer.refused.message);
+  // For a call with a seq_id, its own id (retrieve_future follows it to its Request): a resent call gets the same future.
+  return { request_id: answer.future, model_id: adapterId };
 }
 
 export function forwardBackward(scope: Scope, body: TinkerForwardBackwardBody, forwardOnly: boolean) {

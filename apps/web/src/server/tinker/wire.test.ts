@@ -4,6 +4,8 @@ import {
   decodeForwardBackward,
   encodeForwardBackwardOutput,
   encodeSampleResponse,
+  MAX_TENSOR_VALUES,
+  type TensorLimits,
   WireError,
   wireMessages,
 } from "./wire.ts";
@@ -16,9 +18,37 @@ const bytes = (array: Int32Array | Float32Array | BigInt64Array) => new Uint8Arr
 const request = (fields: Record<string, unknown>) =>
   ForwardBackwardRequest.encode(ForwardBackwardRequest.fromObject(fields)).finish();
 
+/** A model with a 64-position context, as the web process would look it up. */
+const LIMITS: TensorLimits = { maxValues: 64, source: "one per position of tiny's context" };
+const decode = (bytes: Uint8Array, limits = LIMITS) => decodeForwardBackward(bytes, () => limits);
+
+/** A body whose one datum's `weights` is the given tensor. */
+const withWeights = (weights: Record<string, unknown>) =>
+  request({
+    model_id: "m",
+    loss_fn: "cross_entropy",
+    data: [
+      {
+        model_input: [{ encoded_text: { tokens: bytes(new Int32Array([5])) } }],
+        loss_fn_inputs: { weights },
+      },
+    ],
+  });
+
+/** A ~100-byte CSR tensor of shape [1, cols] with one stored value. */
+const sparse = (cols: number) => ({
+  sparse_csr: {
+    values: bytes(new Float32Array([1])),
+    crow_indices: bytes(new BigInt64Array([0n, 1n])),
+    col_indices: bytes(new BigInt64Array([0n])),
+  },
+  dtype: 1,
+  shape: [1, cols],
+});
+
 describe("the Tinker protobuf codec", () => {
-  it("decodes a forward/backward request to the JSON form's shapes, dense and sparse", () => {
-    const decoded = decodeForwardBackward(
+  it("decodes a forward/backward request to the JSON form's shapes, dense and sparse", async () => {
+    const decoded = await decode(
       request({
         model_id: "m",
         seq_id: 3,
@@ -52,16 +82,79 @@ describe("the Tinker protobuf codec", () => {
     expect(datum?.loss_fn_inputs.weights).toEqual({ dtype: "float32", data: [0, 2, 0], shape: [1, 3] });
   });
 
-  it("treats seq_id 0 as no seq_id, and refuses ragged bytes and garbage with a WireError", () => {
-    expect(
-      decodeForwardBackward(request({ model_id: "m", loss_fn: "cross_entropy" })).seq_id,
-    ).toBeUndefined();
+  it("treats seq_id 0 as no seq_id, and refuses ragged bytes and garbage with a WireError", async () => {
+    expect((await decode(request({ model_id: "m", loss_fn: "cross_entropy" }))).seq_id).toBeUndefined();
     const ragged = request({
       model_id: "m",
       data: [{ model_input: [{ encoded_text: { tokens: new Uint8Array([1, 2, 3]) } }] }],
     });
-    expect(() => decodeForwardBackward(ragged)).toThrow(/3 bytes is not a whole number of 4-byte values/);
-    expect(() => decodeForwardBackward(new Uint8Array([0xff, 0xff]))).toThrow(WireError);
+    await expect(decode(ragged)).rejects.toThrow(/3 bytes is not a whole number of 4-byte values/);
+    await expect(decode(new Uint8Array([0xff, 0xff]))).rejects.toThrow(WireError);
+  });
+
+  it("refuses a declared shape past the model's context before expanding it, naming the field", async () => {
+    const field = "forward_backward_input.data.0.loss_fn_inputs.weights";
+    for (const cols of [2 ** 40, 2 ** 32, 8 * 1024 * 1024, 65]) {
+      const body = withWeights(sparse(cols));
+      expect(body.byteLength).toBeLessThan(200);
+      await expect(decode(body)).rejects.toThrow(
+        `${field}: shape [1, ${cols}] declares ${cols} values; that exceeds the 64 a loss input may hold (one per position of tiny's context)`,
+      );
+    }
+    // Dense tensors are held to the same bound, and a shape at the bound decodes.
+    const dense = { dense: bytes(new Float32Array([1])), dtype: 1, shape: [1, 2 ** 40] };
+    await expect(decode(withWeights(dense))).rejects.toThrow(`${field}: shape [1, 1099511627776] declares`);
+    const full = await decode(withWeights(sparse(64)));
+    expect(full.forward_backward_input.data[0]?.loss_fn_inputs.weights?.data).toHaveLength(64);
+  });
+
+  it("holds a body naming no known model to the absolute cap, and refuses malformed shapes and row pointers", async () => {
+    const unknown: TensorLimits = { maxValues: Number.MAX_SAFE_INTEGER, source: "a huge model" };
+    await expect(decode(withWeights(sparse(MAX_TENSOR_VALUES + 1)), unknown)).rejects.toThrow(
+      `exceeds the ${MAX_TENSOR_VALUES} a loss input may hold (the service's limit for any tensor)`,
+    );
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ ...sparse(4), shape: [1, 1, 1, 1, 1] }, /has 5 dimensions; at most 4/],
+      [{ ...sparse(4), shape: [-1, 4] }, /has a dimension that is negative or too large/],
+      [{ ...sparse(4), shape: [4] }, /a sparse tensor needs a 2-D shape/],
+      [
+        {
+          ...sparse(4),
+          sparse_csr: { ...sparse(4).sparse_csr, crow_indices: bytes(new BigInt64Array([0n, 2n])) },
+        },
+        /row pointers must rise from 0 to the 1 stored values/,
+      ],
+      [
+        {
+          ...sparse(4),
+          sparse_csr: { ...sparse(4).sparse_csr, col_indices: bytes(new BigInt64Array([9n])) },
+        },
+        /sparse index 0 is out of range/,
+      ],
+    ];
+    for (const [tensor, message] of cases) await expect(decode(withWeights(tensor))).rejects.toThrow(message);
+  });
+
+  it("refuses a NUL byte in any string of the message, naming it, before the model is looked up", async () => {
+    let lookedUp = false;
+    const look = () => {
+      lookedUp = true;
+      return LIMITS;
+    };
+    const bodies: [Uint8Array, string][] = [
+      [request({ model_id: "m\u0000", loss_fn: "cross_entropy" }), "model_id"],
+      [request({ model_id: "m", loss_fn: "cross\u0000" }), "loss_fn"],
+    ];
+    for (const [body, field] of bodies)
+      await expect(decodeForwardBackward(body, look)).rejects.toThrow(`${field}: contains a NUL byte`);
+    const key = request({
+      model_id: "m",
+      data: [{ model_input: [], loss_fn_inputs: { "weights\u0000": sparse(4) } }],
+    });
+    await expect(decodeForwardBackward(key, look)).rejects.toThrow(
+      "data.0.loss_fn_inputs.weights\\u0000: contains a NUL byte",
+    );
+    expect(lookedUp).toBe(false);
   });
 
   it("encodes forward/backward outputs as one batched record with per-datum offsets", () => {

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import type { ForwardBackwardOutput, SampleResponse, TensorData } from "@opentinker/protocol";
 import protobuf from "protobufjs";
+import { refuseNulBytes } from "../api/body.ts";
 import type { TinkerDatum, TinkerForwardBackwardBody } from "./schemas.ts";
 
 const root = protobuf.parse(readFileSync(new URL("./tinker.proto", import.meta.url), "utf8"), {
@@ -71,12 +72,66 @@ interface WireTensor {
 
 const num = (x: number | { toNumber(): number }) => (typeof x === "number" ? x : x.toNumber());
 
-/** A tensor as the JSON form's TensorData (dense; CSR is expanded). */
-function tensorFromWire(t: WireTensor, what: string): TinkerDatum["loss_fn_inputs"][string] {
+/** What the tensors of one forward/backward body may declare, from the model it trains. */
+export interface TensorLimits {
+  /** Values one loss input may hold: every loss input has one value per target position. */
+  maxValues: number;
+  /** Where that bound comes from, for messages ("one per position of tiny's context"). */
+  source: string;
+}
+
+/** Dimensions a declared shape may have (Tinker's loss inputs are [positions] or [1, positions]). */
+export const MAX_TENSOR_DIMS = 4;
+
+/** Values any one tensor may declare, whatever the model (a body names a model it may not have). */
+export const MAX_TENSOR_VALUES = 1 << 20;
+
+/** The limits when the model is not known here (the call itself then answers what is wrong with it). */
+export const ABSOLUTE_TENSOR_LIMITS: TensorLimits = {
+  maxValues: MAX_TENSOR_VALUES,
+  source: "the service's limit for any tensor",
+};
+
+/** Refuses a declared shape that is malformed or holds more values than `limits` allow, before anything is allocated. */
+function checkShape(shape: number[], limits: TensorLimits, what: string): void {
+  const shown = `shape [${shape.join(", ")}]`;
+  if (shape.length > MAX_TENSOR_DIMS)
+    throw new WireError(`${what}: ${shown} has ${shape.length} dimensions; at most ${MAX_TENSOR_DIMS}`);
+  if (shape.some((d) => !Number.isSafeInteger(d) || d < 0))
+    throw new WireError(`${what}: ${shown} has a dimension that is negative or too large`);
+  const values = shape.reduce((a, b) => a * b, 1);
+  const bound = limits.maxValues <= MAX_TENSOR_VALUES ? limits : ABSOLUTE_TENSOR_LIMITS;
+  if (values > bound.maxValues)
+    throw new WireError(
+      `${what}: ${shown} declares ${values} values; that exceeds the ${bound.maxValues} a loss input may hold (${bound.source})`,
+    );
+}
+
+/** Int64 row pointers that start at 0, never decrease and end at the number of stored values. */
+function checkRowPointers(crow: number[], rows: number, stored: number, what: string): void {
+  if (crow.length !== rows + 1)
+    throw new WireError(
+      `${what}: a sparse tensor needs rows + 1 = ${rows + 1} row pointers, got ${crow.length}`,
+    );
+  const ordered = crow.every((p, r) => (r === 0 ? p === 0 : p >= (crow[r - 1] as number)));
+  if (!ordered || crow[rows] !== stored)
+    throw new WireError(`${what}: row pointers must rise from 0 to the ${stored} stored values`);
+}
+
+/** A tensor as the JSON form's TensorData (dense; CSR is expanded once its declared shape is checked). */
+function tensorFromWire(
+  t: WireTensor,
+  limits: TensorLimits,
+  what: string,
+): TinkerDatum["loss_fn_inputs"][string] {
   const dtype = t.dtype ?? 0;
   const shape = (t.shape ?? []).map(num);
+  checkShape(shape, limits, what);
   const name = dtype === DTYPE.FLOAT32 ? "float32" : "int64";
   if (t.sparse_csr) {
+    const [rows, cols] = shape;
+    if (shape.length !== 2 || rows === undefined || cols === undefined)
+      throw new WireError(`${what}: a sparse tensor needs a 2-D shape`);
     const values = readValues(t.sparse_csr.values ?? new Uint8Array(), dtype, `${what}.values`);
     const crow = readValues(
       t.sparse_csr.crow_indices ?? new Uint8Array(),
@@ -84,15 +139,14 @@ function tensorFromWire(t: WireTensor, what: string): TinkerDatum["loss_fn_input
       `${what}.crow_indices`,
     );
     const col = readValues(t.sparse_csr.col_indices ?? new Uint8Array(), DTYPE.INT64, `${what}.col_indices`);
-    const [rows, cols] = shape;
-    if (shape.length !== 2 || rows === undefined || cols === undefined || crow.length !== rows + 1)
-      throw new WireError(`${what}: a sparse tensor needs a 2-D shape and rows + 1 row pointers`);
+    if (col.length !== values.length)
+      throw new WireError(`${what}: ${col.length} column indices for ${values.length} values`);
+    checkRowPointers(crow, rows, values.length, what);
     const dense = new Array<number>(rows * cols).fill(0);
     for (let r = 0; r < rows; r++)
       for (let k = crow[r] as number; k < (crow[r + 1] as number); k++) {
-        const c = col[k];
-        if (c === undefined || c < 0 || c >= cols || values[k] === undefined)
-          throw new WireError(`${what}: sparse index ${k} is out of range`);
+        const c = col[k] as number;
+        if (c < 0 || c >= cols) throw new WireError(`${what}: sparse index ${k} is out of range`);
         dense[r * cols + c] = values[k] as number;
       }
     return { dtype: name, shape, data: dense };
@@ -123,28 +177,44 @@ function chunkFromWire(c: WireChunk, what: string): TinkerDatum["model_input"]["
   throw new WireError(`${what}: only encoded_text and image chunks are supported`);
 }
 
-/** A protobuf forward/backward request as the JSON form's body (plus `forward_only`). */
-export function decodeForwardBackward(
-  bytes: Uint8Array,
-): TinkerForwardBackwardBody & { forward_only: boolean } {
-  let decoded: Record<string, unknown>;
+interface WireForwardBackward {
+  model_id: string;
+  seq_id: number;
+  data: { model_input: WireChunk[]; loss_fn_inputs: Record<string, WireTensor> }[];
+  loss_fn: string;
+  loss_fn_config: Record<string, number>;
+  forward_only: boolean;
+}
+
+function readForwardBackward(bytes: Uint8Array): WireForwardBackward {
+  let decoded: WireForwardBackward;
   try {
     decoded = ForwardBackwardRequest.toObject(ForwardBackwardRequest.decode(bytes), {
       defaults: true,
       arrays: true,
       objects: true,
-    });
+    }) as WireForwardBackward;
   } catch (error) {
     throw new WireError(`malformed protobuf body: ${(error as Error).message}`);
   }
-  const d = decoded as {
-    model_id: string;
-    seq_id: number;
-    data: { model_input: WireChunk[]; loss_fn_inputs: Record<string, WireTensor> }[];
-    loss_fn: string;
-    loss_fn_config: Record<string, number>;
-    forward_only: boolean;
-  };
+  // Its strings (ids, names, keys) follow every front's rule; its bytes are values, not text.
+  refuseNulBytes(decoded);
+  return decoded;
+}
+
+/**
+ * A protobuf forward/backward request as the JSON form's body (plus
+ * `forward_only`). The tensors' declared shapes are checked against the limits
+ * of the model the body names (`limitsFor`, looked up once the message is
+ * read) before any tensor is expanded, so a small body cannot declare a huge one.
+ */
+export async function decodeForwardBackward(
+  bytes: Uint8Array,
+  limitsFor: (modelId: string) => TensorLimits | Promise<TensorLimits>,
+): Promise<TinkerForwardBackwardBody & { forward_only: boolean }> {
+  const d = readForwardBackward(bytes);
+  const limits = await limitsFor(d.model_id);
+  const at = "forward_backward_input.data";
   return {
     model_id: d.model_id,
     // seq_id 0 is what the SDK sends when it has none.
@@ -154,12 +224,12 @@ export function decodeForwardBackward(
       ...(Object.keys(d.loss_fn_config).length > 0 ? { loss_fn_config: d.loss_fn_config } : {}),
       data: d.data.map((datum, i) => ({
         model_input: {
-          chunks: datum.model_input.map((c, j) => chunkFromWire(c, `data.${i}.model_input.${j}`)),
+          chunks: datum.model_input.map((c, j) => chunkFromWire(c, `${at}.${i}.model_input.${j}`)),
         },
         loss_fn_inputs: Object.fromEntries(
           Object.entries(datum.loss_fn_inputs).map(([k, t]) => [
             k,
-            tensorFromWire(t, `data.${i}.loss_fn_inputs.${k}`),
+            tensorFromWire(t, limits, `${at}.${i}.loss_fn_inputs.${k}`),
           ]),
         ),
       })),
