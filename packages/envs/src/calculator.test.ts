@@ -12,7 +12,7 @@ import {
   parseCall,
 } from "./calculator.ts";
 import { splitOf } from "./split.ts";
-import { openTinyService } from "./tiny-service.test-helpers.ts";
+import { openTinyService } from "./testing/index.ts";
 
 let dir: string;
 let tokenizer: RendererTokenizer;

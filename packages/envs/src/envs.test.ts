@@ -20,7 +20,7 @@ import {
 } from "./guess-number.ts";
 import { NIM_ILLEGAL_PENALTY, NIM_SELF_PLAY_PILES, nimEvaluationDataset, nimSelfPlayDataset } from "./nim.ts";
 import { splitOf } from "./split.ts";
-import { openTinyService } from "./tiny-service.test-helpers.ts";
+import { openTinyService } from "./testing/index.ts";
 
 let dir: string;
 let tokenizer: RendererTokenizer;

@@ -1,7 +1,7 @@
 import type { InProcessServiceClient } from "@opentinker/engine";
 import { buildSftDatum, type Datum } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tinyService } from "../test-fixtures.ts";
+import { tinyService } from "../testing/index.ts";
 import { forwardBackwardCustom } from "./forward-backward-custom.ts";
 
 let service: InProcessServiceClient;

@@ -5,7 +5,7 @@ import { MemorySink } from "../metrics/sink.ts";
 import { trainRl } from "../rl/train.ts";
 import { rolloutEnv, rolloutGroups } from "../rollout/rollout.ts";
 import { type Trajectory, totalReward } from "../rollout/trajectory.ts";
-import { tinyService } from "../test-fixtures.ts";
+import { tinyService } from "../testing/index.ts";
 import { Coordinator, PlayerEnv } from "./coordinator.ts";
 import { randomPlayer } from "./game.ts";
 import { type NimState, nimGame, nimMoveToken, optimalNimPlayer } from "./nim.ts";

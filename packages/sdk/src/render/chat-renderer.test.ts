@@ -1,7 +1,7 @@
 import type { InProcessServiceClient } from "@opentinker/engine";
 import { modelInputTokens } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tinyService } from "../test-fixtures.ts";
+import { tinyService } from "../testing/index.ts";
 import { ChatRenderer, type RendererTokenizer } from "./chat-renderer.ts";
 
 let service: InProcessServiceClient;

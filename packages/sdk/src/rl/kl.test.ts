@@ -3,7 +3,7 @@ import { buildSftDatum, lossInput, modelInputFromTokens } from "@opentinker/prot
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Env, StepResult } from "../env/types.ts";
 import { rolloutEnv } from "../rollout/rollout.ts";
-import { tinyService } from "../test-fixtures.ts";
+import { tinyService } from "../testing/index.ts";
 import { groupAdvantages } from "./advantages.ts";
 import { trajectoryDatums } from "./datums.ts";
 import { applyKlPenalty } from "./kl.ts";

@@ -11,7 +11,7 @@ import type { Env, EnvGroupBuilder, RlDataset, StepResult } from "../env/types.t
 import { MemorySink } from "../metrics/sink.ts";
 import { rolloutEnv } from "../rollout/rollout.ts";
 import type { Trajectory } from "../rollout/trajectory.ts";
-import { tinyService } from "../test-fixtures.ts";
+import { tinyService } from "../testing/index.ts";
 import { groupAdvantages } from "./advantages.ts";
 import { trajectoryDatums } from "./datums.ts";
 import { applyStaleness, envMetricMeans, evaluate, trainOnGroups, trainRl } from "./train.ts";

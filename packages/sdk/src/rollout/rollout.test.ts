@@ -4,7 +4,7 @@ import { BASE_KEY, InProcessSamplingClient, type InProcessServiceClient } from "
 import { modelInputFromTokens } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Env, EnvGroupBuilder, StepResult } from "../env/types.ts";
-import { tinyService } from "../test-fixtures.ts";
+import { tinyService } from "../testing/index.ts";
 import { rolloutGroups } from "./rollout.ts";
 
 let service: InProcessServiceClient;

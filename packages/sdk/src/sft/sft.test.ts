@@ -1,7 +1,7 @@
 import type { InProcessServiceClient } from "@opentinker/engine";
 import { buildSftDatum, DivergedError, lossInput, modelInputTokens } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tinyService } from "../test-fixtures.ts";
+import { tinyService } from "../testing/index.ts";
 import { type ChatTokenizer, conversationToDatum } from "./render.ts";
 import { trainSft } from "./train.ts";
 
