@@ -31,3 +31,34 @@ export function kernelInfo(): AddonInfo {
 export function setKernelThreads(threads: number): void {
   loadNative().setNumThreads(threads);
 }
+
+// The device seam (issue 45): the engine moves onto these.
+export type {
+  AdamwHyper,
+  Backend,
+  BlockCopy,
+  DeviceInfo,
+  KvCache,
+  LoraAdapterBuffers,
+  LoraTable as BackendLoraTable,
+  PackedWeight as BackendPackedWeight,
+  PagedRowBuffers,
+} from "./backend/backend.ts";
+export {
+  bytesPerElement,
+  type DeviceBuffer,
+  type DType,
+  elementCount,
+  type F32,
+  type HostArray,
+  type I32,
+  type Weight,
+} from "./backend/buffer.ts";
+export { CpuBackend } from "./backend/cpu.ts";
+export {
+  type DeviceChoice,
+  parseDeviceChoice,
+  type SelectedBackend,
+  selectBackend,
+} from "./backend/select.ts";
+export { HostAccessError, StrictBackend, type Transfer } from "./backend/strict.ts";
