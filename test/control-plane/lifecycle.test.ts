@@ -35,6 +35,21 @@ async function rlJob(name: string, steps: number) {
 
 const jobRow = (id: string) => cp.t.db.job.findUniqueOrThrow({ where: { id } });
 
+describe("workers", () => {
+  it("are listed with the device each computes on and its memory", async () => {
+    const { status, body: workers } = await cp.api<
+      { device: string; deviceDescription: string; deviceMemoryMiB: number | null }[]
+    >(team.key, "GET", "/v1/workers");
+    expect(status).toBe(200);
+    expect(workers.length).toBeGreaterThan(0);
+    for (const w of workers) {
+      expect(w.device).toBe("cpu");
+      expect(w.deviceDescription).toMatch(/\d+ cores$/);
+      expect(w.deviceMemoryMiB).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe("quotas", () => {
   it("refuse the adapter, job and queued-request over the team's limits with 429 naming the quota", async () => {
     await cp.t.db.team.update({

@@ -1,5 +1,6 @@
 import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
+import { type DeviceChoice, parseDeviceChoice } from "@opentinker/kernels";
 import { parseHostList } from "@opentinker/protocol";
 import { z } from "zod";
 
@@ -13,6 +14,18 @@ export const ZWorkerEnv = z.object({
    * calls), and more jobs at once would only share the same few cores.
    */
   WORKER_CAPACITY: z.coerce.number().int().positive().default(4),
+  /** The device it computes on: auto (the best that loads; the CPU today), cpu, or cuda:N. */
+  WORKER_DEVICE: z
+    .string()
+    .default("auto")
+    .transform((value, ctx): DeviceChoice => {
+      try {
+        return parseDeviceChoice(value);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5000),
   /** Queue jobs run at once (sampling requests batch together up to this). */
   WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(16),

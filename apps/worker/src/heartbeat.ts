@@ -5,6 +5,9 @@ export interface WorkerIdentity {
   pid: number;
   capacity: number;
   loadedModels: string[];
+  device: string;
+  deviceDescription: string;
+  deviceMemoryMiB: number | null;
 }
 
 export interface Heartbeat {

@@ -38,6 +38,9 @@ describe("worker process", () => {
     try {
       const worker = await waitFor(async () => (await t.db.worker.findFirst()) ?? undefined, "registration");
       expect(worker.capacity).toBe(3);
+      expect(worker.device).toBe("cpu");
+      expect(worker.deviceDescription).toMatch(/\d+ cores$/);
+      expect(worker.deviceMemoryMiB).toBeGreaterThan(0);
       expect(worker.pid).toBe(child.pid);
       const later = await waitFor(async () => {
         const row = await t.db.worker.findUniqueOrThrow({ where: { id: worker.id } });
@@ -50,6 +53,26 @@ describe("worker process", () => {
     expect(await exited).toBe(0);
     const after = await t.db.worker.findFirstOrThrow();
     expect(after.status).toBe("OFFLINE");
+  });
+
+  it("refuses a device it cannot use before it registers, saying which and why", async () => {
+    const before = await t.db.worker.count();
+    for (const [device, said] of [
+      ["cuda:0", "WORKER_DEVICE=cuda:0: this build has no CUDA backend yet"],
+      ["gpu", 'WORKER_DEVICE: WORKER_DEVICE="gpu": expected auto, cpu or cuda:N'],
+    ]) {
+      const child = spawn(process.execPath, ["--import", "tsx", MAIN], {
+        env: { ...process.env, DATABASE_URL: t.url, WORKER_DEVICE: device },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stderr = "";
+      child.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      expect(await exitOf(child)).toBe(1);
+      expect(stderr).toContain(said);
+    }
+    expect(await t.db.worker.count()).toBe(before);
   });
 
   it("refuses to start without DATABASE_URL, saying so", async () => {

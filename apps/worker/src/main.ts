@@ -9,7 +9,7 @@ import {
   staleAfterMs,
   tasks,
 } from "@opentinker/db";
-import { setKernelThreads } from "@opentinker/kernels";
+import { selectBackend, setKernelThreads } from "@opentinker/kernels";
 import { openStore, readStoreEnv } from "@opentinker/store";
 import type { Runner, TaskList } from "graphile-worker";
 import { EngineHost } from "./engine-host.ts";
@@ -28,6 +28,9 @@ function message(error: unknown): string {
 
 async function main(): Promise<void> {
   const env = readWorkerEnv();
+  // First, so a device it cannot use stops it before it loads anything.
+  const { backend, fallback } = selectBackend(env.WORKER_DEVICE);
+  if (fallback) console.log(`worker: ${fallback}`);
   const db = createDb(env.DATABASE_URL);
   let heartbeat: Heartbeat | undefined;
   let runner: Runner | undefined;
@@ -77,6 +80,9 @@ async function main(): Promise<void> {
       pid: process.pid,
       capacity: env.WORKER_CAPACITY,
       loadedModels: bases.map((b) => b.name),
+      device: backend.device.name,
+      deviceDescription: backend.device.description,
+      deviceMemoryMiB: Math.floor(backend.device.totalBytes / 2 ** 20),
     },
     env.WORKER_HEARTBEAT_MS,
     {
@@ -108,7 +114,7 @@ async function main(): Promise<void> {
     followUps,
   });
   console.log(
-    `worker: registered as ${workerId} (capacity ${env.WORKER_CAPACITY}; base models: ${bases.map((b) => b.name).join(", ") || "none"})`,
+    `worker: registered as ${workerId} (${backend.device.name}: ${backend.device.description}; capacity ${env.WORKER_CAPACITY}; base models: ${bases.map((b) => b.name).join(", ") || "none"})`,
   );
 }
 

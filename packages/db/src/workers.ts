@@ -3,7 +3,16 @@ import { workerSelect } from "./selects.ts";
 
 export function registerWorker(
   db: DbTx,
-  input: { host: string; pid: number; capacity: number; loadedModels?: string[] },
+  input: {
+    host: string;
+    pid: number;
+    capacity: number;
+    loadedModels?: string[];
+    /** The device it computes on: "cpu" unless said. */
+    device?: string;
+    deviceDescription?: string;
+    deviceMemoryMiB?: number | null;
+  },
 ) {
   return db.worker.create({ data: input, select: workerSelect });
 }

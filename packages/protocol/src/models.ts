@@ -30,6 +30,10 @@ export const ZWorker = z.object({
   capacity: z.number(),
   placedAdapters: z.number(),
   loadedModels: z.array(z.string()),
+  /** The device it computes on ("cpu", "cuda:N"), what it is, and its memory in MiB (null: unknown). */
+  device: z.string(),
+  deviceDescription: z.string(),
+  deviceMemoryMiB: z.number().int().nullable(),
   heartbeatAt: z.string(),
 });
 export type WorkerInfo = z.infer<typeof ZWorker>;

@@ -10,16 +10,17 @@ export const workersRouter = router({
     .input(ZNoInput)
     .output(z.array(ZWorker))
     .query(async ({ ctx }) =>
-      (await listWorkers(ctx.db)).map(
-        ({ _count, heartbeatAt, id, host, status, capacity, loadedModels }) => ({
-          id,
-          host,
-          status,
-          capacity,
-          loadedModels,
-          placedAdapters: _count.adapters,
-          heartbeatAt: iso(heartbeatAt),
-        }),
-      ),
+      (await listWorkers(ctx.db)).map((w) => ({
+        id: w.id,
+        host: w.host,
+        status: w.status,
+        capacity: w.capacity,
+        loadedModels: w.loadedModels,
+        device: w.device,
+        deviceDescription: w.deviceDescription,
+        deviceMemoryMiB: w.deviceMemoryMiB,
+        placedAdapters: w._count.adapters,
+        heartbeatAt: iso(w.heartbeatAt),
+      })),
     ),
 });

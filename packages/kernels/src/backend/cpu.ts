@@ -3,7 +3,7 @@
 // handle, so nothing above the seam reaches it except through download (or,
 // while the engine moves onto the seam, CpuBackend.host, which the strict
 // backend refuses).
-import { freemem, totalmem } from "node:os";
+import { cpus, freemem, totalmem } from "node:os";
 import type { AttentionHeads } from "../ops/attention.ts";
 import * as attention from "../ops/attention.ts";
 import type { RopeFrequencies } from "../ops/elementwise.ts";
@@ -65,24 +65,25 @@ function makeBuffer<D extends DType>(
 }
 
 export class CpuBackend implements Backend {
-  readonly device: DeviceInfo;
+  private readonly description: string;
 
-  constructor(name = "cpu") {
-    this.device = {
-      name,
-      kind: "cpu",
-      description: "host memory",
-      totalBytes: totalmem(),
-      freeBytes: freemem(),
-    };
+  constructor(private readonly name = "cpu") {
+    const cores = cpus();
+    this.description = `${cores[0]?.model.trim() || "CPU"}, ${cores.length} cores`;
+  }
+
+  /** Host memory: free memory read now. */
+  get device(): DeviceInfo {
+    const { name, description } = this;
+    return { name, kind: "cpu", description, totalBytes: totalmem(), freeBytes: freemem() };
   }
 
   /** The array behind one of this backend's buffers (the kernels' argument). */
   protected data<D extends DType>(buffer: DeviceBuffer<D>): HostArray<D> {
     const data = arrays.get(buffer);
-    if (!data || buffer.device !== this.device.name) {
+    if (!data || buffer.device !== this.name) {
       throw new TypeError(
-        `a ${buffer.device} buffer [${buffer.shape.join(", ")}] was given to the ${this.device.name} backend`,
+        `a ${buffer.device} buffer [${buffer.shape.join(", ")}] was given to the ${this.name} backend`,
       );
     }
     return data as HostArray<D>;
@@ -99,11 +100,11 @@ export class CpuBackend implements Backend {
 
   /** A buffer over `data` without a copy (the CPU's upload). */
   wrap<A extends HostArray>(data: A, shape: readonly number[] = [data.length]): DeviceBuffer<DTypeOf<A>> {
-    return makeBuffer(this.device.name, data, shape) as DeviceBuffer<DTypeOf<A>>;
+    return makeBuffer(this.name, data, shape) as DeviceBuffer<DTypeOf<A>>;
   }
 
   alloc<D extends DType>(dtype: D, shape: readonly number[]): DeviceBuffer<D> {
-    return makeBuffer(this.device.name, hostArray(dtype, elementCount(shape)), shape);
+    return makeBuffer(this.name, hostArray(dtype, elementCount(shape)), shape);
   }
 
   free(buffer: DeviceBuffer): void {
@@ -137,7 +138,7 @@ export class CpuBackend implements Backend {
         `view [${shape.join(", ")}] at ${offset} is outside a buffer of ${array.length} elements`,
       );
     }
-    return makeBuffer(this.device.name, array.subarray(offset, offset + length) as HostArray<D>, shape);
+    return makeBuffer(this.name, array.subarray(offset, offset + length) as HostArray<D>, shape);
   }
 
   copy<D extends DType>(target: DeviceBuffer<D>, source: DeviceBuffer<D>): void {

@@ -1,6 +1,7 @@
 "use client";
-// The overview's workers: load (placed adapters / capacity), loaded base models
-// and the last heartbeat.
+// The overview's workers: load (placed adapters / capacity), the device each
+// computes on, loaded base models and the last heartbeat.
+import type { WorkerInfo } from "@opentinker/protocol";
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "../../lib/trpc.ts";
 import { When } from "../shared/when.tsx";
@@ -26,6 +27,8 @@ export function Workers() {
                 </div>
                 <LoadBar host={w.host} placed={w.placedAdapters} capacity={w.capacity} />
                 <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-3 gap-y-1 text-xs text-gray-600">
+                  <dt>Device</dt>
+                  <dd>{deviceLine(w)}</dd>
                   <dt>Models</dt>
                   <dd>
                     <ModelNames names={w.loadedModels} />
@@ -79,4 +82,11 @@ function LoadBar({ host, placed, capacity }: { host: string; placed: number; cap
       </span>
     </div>
   );
+}
+
+/** "cpu · AMD EPYC, 2 cores · 23.4 GiB". */
+function deviceLine(w: WorkerInfo): string {
+  const parts = [w.device, w.deviceDescription];
+  if (w.deviceMemoryMiB !== null) parts.push(`${(w.deviceMemoryMiB / 1024).toFixed(1)} GiB`);
+  return parts.filter((p) => p !== "").join(" · ");
 }

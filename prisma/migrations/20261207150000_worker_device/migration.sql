@@ -1,0 +1,5 @@
+-- The device a worker computes on (issue 45): its name ("cpu", later "cuda:N"),
+-- what it is in words, and its memory, so operators and placement can see them.
+ALTER TABLE "Worker" ADD COLUMN "device" TEXT NOT NULL DEFAULT 'cpu';
+ALTER TABLE "Worker" ADD COLUMN "deviceDescription" TEXT NOT NULL DEFAULT '';
+ALTER TABLE "Worker" ADD COLUMN "deviceMemoryMiB" INTEGER;
