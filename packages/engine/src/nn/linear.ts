@@ -9,6 +9,7 @@ import {
   loraBackward,
   loraForward,
   type PackedWeight,
+  sumRowsInto,
   type WeightArray,
 } from "@opentinker/kernels";
 
@@ -38,12 +39,6 @@ function slotsFor(rows: number): Int32Array {
   return zeroSlots.subarray(0, rows);
 }
 
-function accumulateBiasGrad(dy: Float32Array, grad: Float32Array, rows: number, dOut: number): void {
-  for (let r = 0, i = 0; r < rows; r++) {
-    for (let o = 0; o < dOut; o++, i++) grad[o] = (grad[o] as number) + (dy[i] as number);
-  }
-}
-
 /** y[rows, dOut] = x[rows, dIn] · Wᵀ + b + LoRA(x). */
 export function linearForward(p: LinearParams, x: Float32Array, rows: number, y: Float32Array): void {
   linear(x, p.weight, y, rows, p.dIn, p.dOut);
@@ -65,6 +60,6 @@ export function linearBackward(
 ): void {
   if (dx) linearBackwardInput(dy, p.weight, dx, rows, p.dIn, p.dOut, accumulateDx);
   if (p.weightGrad) linearBackwardWeight(dy, x, p.weightGrad, rows, p.dIn, p.dOut);
-  if (p.biasGrad) accumulateBiasGrad(dy, p.biasGrad, rows, p.dOut);
+  if (p.biasGrad) sumRowsInto(dy, rows, p.dOut, p.biasGrad);
   if (p.lora) loraBackward(x, dy, rows, slotsFor(rows), p.lora.table, dx, p.lora.grads);
 }

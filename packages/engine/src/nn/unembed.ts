@@ -11,6 +11,7 @@ import {
   logSoftmaxGatherBackward,
   loraBackward,
   loraForward,
+  referenceKlRows,
   unembedLogprobs,
   unembedLogprobsBackward,
 } from "@opentinker/kernels";
@@ -78,23 +79,10 @@ function addReferenceKl(
   const V = ref.params.shape.vocabSize;
   const refLogits = blockLogits(ref.params, ref.hidden, start, end);
   const refLse = logSoftmaxGather(refLogits, new Int32Array(end - start), V).lse;
-  let total = 0;
-  for (let r = 0; r < end - start; r++) {
-    const w = ref.weights[start + r] as number;
-    if (w === 0) continue;
-    const shift = lse[start + r] as number;
-    const refShift = refLse[r] as number;
-    let kl = 0;
-    for (let j = r * V; j < (r + 1) * V; j++) {
-      const logp = (logits[j] as number) - shift;
-      const logq = (refLogits[j] as number) - refShift;
-      const q = Math.exp(logq);
-      kl += q * (logq - logp);
-      dLogits[j] = (dLogits[j] as number) + w * (Math.exp(logp) - q);
-    }
-    total += w * kl;
-  }
-  return total;
+  const perRow = new Float64Array(end - start);
+  const inputs = { logits, lse: lse.subarray(start, end), refLogits, refLse };
+  referenceKlRows(inputs, ref.weights.subarray(start, end), V, dLogits, perRow);
+  return perRow.reduce((total, kl) => total + kl, 0);
 }
 
 /**
