@@ -148,6 +148,29 @@ export class ControlPlane {
     return { status: response.status, body: (text ? JSON.parse(text) : null) as T };
   }
 
+  /** An adapter `name` over BASE (rank 2) and the arithmetic environment `name-env`, through the API. */
+  async arithmeticSetUp(
+    team: Team,
+    name: string,
+    config?: Record<string, unknown>,
+  ): Promise<{ adapterId: string; environmentId: string }> {
+    const adapter = await this.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
+      name,
+      baseModel: BASE,
+      rank: 2,
+    });
+    const env = await this.api<{ id: string }>(team.key, "POST", "/v1/environments", {
+      name: `${name}-env`,
+      kind: "BUILTIN",
+      builtin: "arithmetic",
+      ...(config ? { config } : {}),
+    });
+    if (adapter.status !== 200 || env.status !== 200) {
+      throw new Error(`set-up of ${name}: ${JSON.stringify([adapter.body, env.body])}`);
+    }
+    return { adapterId: adapter.body.id, environmentId: env.body.id };
+  }
+
   /** Calls an API procedure that returns a future, and waits for its result. */
   async call<T = unknown>(key: string, route: string, body: unknown): Promise<T> {
     const accepted = await this.api<{ requestId: string }>(key, "POST", route, body);

@@ -27,19 +27,7 @@ const datum = {
   },
 };
 
-async function setUp(team: Team, name: string) {
-  const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
-    name,
-    baseModel: BASE,
-    rank: 2,
-  });
-  const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
-    name: `${name}-env`,
-    kind: "BUILTIN",
-    builtin: "arithmetic",
-  });
-  return { adapterId: adapter.body.id, environmentId: env.body.id };
-}
+const setUp = (team: Team, name: string) => cp.arithmeticSetUp(team, name);
 
 beforeAll(async () => {
   cp = await ControlPlane.start();

@@ -14,23 +14,14 @@ beforeAll(async () => {
 afterAll(() => cp?.stop());
 
 async function rlJob(name: string, steps: number) {
-  const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
-    name,
-    baseModel: BASE,
-    rank: 2,
-  });
-  const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
-    name: `${name}-env`,
-    kind: "BUILTIN",
-    builtin: "arithmetic",
-  });
+  const { adapterId, environmentId } = await cp.arithmeticSetUp(team, name);
   const job = await cp.api<{ id: string }>(team.key, "POST", "/v1/jobs", {
     kind: "RL",
-    adapterId: adapter.body.id,
-    environmentId: env.body.id,
+    adapterId,
+    environmentId,
     config: { steps, groupsPerStep: 2, groupSize: 4, dropConstantGroups: false },
   });
-  return { adapterId: adapter.body.id, environmentId: env.body.id, jobId: job.body.id, status: job.status };
+  return { adapterId, environmentId, jobId: job.body.id, status: job.status };
 }
 
 const jobRow = (id: string) => cp.t.db.job.findUniqueOrThrow({ where: { id } });

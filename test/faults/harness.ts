@@ -5,7 +5,7 @@
 // connections, held table locks) from an admin connection; and the checks that
 // a job survived a fault with its history whole.
 import { expect } from "vitest";
-import { BASE, ControlPlane, type Team, until } from "../control-plane/harness.ts";
+import { ControlPlane, type Team, until } from "../control-plane/harness.ts";
 
 /** The application_name of every database connection the fault suite's workers open (pg reads PGAPPNAME). */
 export const WORKER_APP = "opentinker-fault-worker";
@@ -41,21 +41,11 @@ export interface StartedJob {
 
 /** Creates an adapter, the arithmetic environment and the suite's RL job. */
 export async function startRlJob({ cp, team }: FaultPlane, name: string): Promise<StartedJob> {
-  const adapter = await cp.api<{ id: string }>(team.key, "POST", "/v1/adapters", {
-    name,
-    baseModel: BASE,
-    rank: 2,
-  });
-  const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
-    name: `${name}-env`,
-    kind: "BUILTIN",
-    builtin: "arithmetic",
-    config: { maxOperand: 5 },
-  });
+  const { adapterId, environmentId } = await cp.arithmeticSetUp(team, name, { maxOperand: 5 });
   const job = await cp.api<{ id: string }>(team.key, "POST", "/v1/jobs", {
     kind: "RL",
-    adapterId: adapter.body.id,
-    environmentId: env.body.id,
+    adapterId,
+    environmentId,
     config: {
       steps: JOB.steps,
       groupsPerStep: JOB.groupsPerStep,
@@ -70,7 +60,7 @@ export async function startRlJob({ cp, team }: FaultPlane, name: string): Promis
     },
   });
   expect(job.status, JSON.stringify(job.body)).toBe(200);
-  return { jobId: job.body.id, adapterId: adapter.body.id };
+  return { jobId: job.body.id, adapterId };
 }
 
 const ENDED = ["SUCCEEDED", "FAILED", "CANCELLED"];

@@ -56,7 +56,15 @@ export {
 } from "./backend/buffer.ts";
 export { CpuBackend } from "./backend/cpu.ts";
 // The CPU backend's own loops, which the engine calls until it runs on a Backend.
-export { type KlInputs, referenceKlRows, sumRowsInto } from "./backend/cpu-loops.ts";
+export {
+  copyKvBlocks,
+  gatherRowsInto,
+  type KlInputs,
+  type KvArrays,
+  referenceKlRows,
+  scatterRowsInto,
+  sumRowsInto,
+} from "./backend/cpu-loops.ts";
 export {
   type DeviceChoice,
   parseDeviceChoice,

@@ -3,6 +3,7 @@
 // token embeddings at the image's positions. Backward turns the soft tokens'
 // gradients into the projection's and position embedding's (when they train):
 // dW += Σ_patches g ⊗ patch, db += Σ g, dPos[i] += g_i.
+import { addInPlace } from "@opentinker/kernels";
 import { linearBackward, linearForward } from "./linear.ts";
 import type { VisionParams } from "./params.ts";
 
@@ -30,7 +31,7 @@ export function softTokens(vision: VisionParams, patches: Float32Array, count: n
   const out = new Float32Array(count * H);
   linearForward(vision.proj, patches.subarray(0, count * dIn), count, out);
   const pos = vision.posEmbed.value;
-  for (let i = 0; i < count * H; i++) out[i] = (out[i] as number) + (pos[i] as number);
+  addInPlace(out, pos.subarray(0, count * H));
   return out;
 }
 
@@ -66,8 +67,7 @@ export function embedImagesBackward(
       );
     }
     const posGrad = v.posEmbed.grad;
-    if (posGrad)
-      for (let i = 0; i < rows.length; i++) posGrad[i] = (posGrad[i] as number) + (rows[i] as number);
+    if (posGrad) addInPlace(posGrad.subarray(0, rows.length), rows);
     rows.fill(0);
   });
 }

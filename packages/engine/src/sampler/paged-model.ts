@@ -6,8 +6,10 @@ import {
   addBias,
   addInPlace,
   cacheWrite,
+  copyKvBlocks,
   createPagedKvCache,
   embedding,
+  gatherRowsInto,
   type LoraTable,
   linear,
   linearPacked,
@@ -16,6 +18,7 @@ import {
   pagedAttention,
   rmsNorm,
   rope,
+  scatterRowsInto,
   swiglu,
 } from "@opentinker/kernels";
 import type { LinearParams } from "../nn/linear.ts";
@@ -62,15 +65,7 @@ export class PagedKv {
 
   /** Copy-on-write: the first `tokens` slots of block `from` into block `to`, every layer. */
   copy(copies: readonly CopyInstruction[]): void {
-    for (const c of copies) {
-      for (const layer of this.layers) {
-        const row = layer.numKvHeads * layer.headDim;
-        const from = c.from * this.blockSize * row;
-        const to = c.to * this.blockSize * row;
-        layer.keyCache.copyWithin(to, from, from + c.tokens * row);
-        layer.valueCache.copyWithin(to, from, from + c.tokens * row);
-      }
-    }
+    copyKvBlocks(this.layers, copies);
   }
 }
 
@@ -141,10 +136,7 @@ export function pagedForward(
   const h = buffers.take("h", n * H);
   embedding(b.tokens, params.embed.table, h, n, V, H);
   if (b.softTokens) {
-    const { rows: soft, values } = b.softTokens;
-    for (let i = 0; i < soft.length; i++) {
-      h.set(values.subarray(i * H, (i + 1) * H), (soft[i] as number) * H);
-    }
+    scatterRowsInto(h, b.softTokens.rows, H, b.softTokens.values);
   }
   const xn = buffers.take("xn", n * H);
   const q = buffers.take("q", n * qRow);
@@ -184,10 +176,7 @@ export function pagedForward(
   // Only the rows that want logits go on.
   const m = b.logitRows.length;
   const last = new Float32Array(m * H);
-  for (let i = 0; i < m; i++) {
-    const row = b.logitRows[i] as number;
-    last.set(h.subarray(row * H, (row + 1) * H), i * H);
-  }
+  gatherRowsInto(h, b.logitRows, H, last);
   const normed = new Float32Array(m * H);
   rmsNorm(last, params.finalNorm.weight, normed, null, m, H, eps);
   return normed;

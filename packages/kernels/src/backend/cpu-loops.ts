@@ -42,3 +42,48 @@ export function referenceKlRows(
     out[r] = w * kl;
   }
 }
+
+/** out[i] = source[rows[i]], rows of width d. */
+export function gatherRowsInto(source: Float32Array, rows: Int32Array, d: number, out: Float32Array): void {
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i] as number;
+    out.set(source.subarray(row * d, (row + 1) * d), i * d);
+  }
+}
+
+/** target[rows[i]] = source[i], rows of width d. */
+export function scatterRowsInto(
+  target: Float32Array,
+  rows: Int32Array,
+  d: number,
+  source: Float32Array,
+): void {
+  for (let i = 0; i < rows.length; i++) {
+    target.set(source.subarray(i * d, (i + 1) * d), (rows[i] as number) * d);
+  }
+}
+
+/** One layer's paged K/V: blocks of blockSize slots of numKvHeads × headDim. */
+export interface KvArrays {
+  keyCache: Float32Array;
+  valueCache: Float32Array;
+  blockSize: number;
+  numKvHeads: number;
+  headDim: number;
+}
+
+/** Copy-on-write: the first `tokens` slots of block `from` into block `to`, in every layer given. */
+export function copyKvBlocks(
+  layers: readonly KvArrays[],
+  copies: readonly { from: number; to: number; tokens: number }[],
+): void {
+  for (const c of copies) {
+    for (const layer of layers) {
+      const row = layer.numKvHeads * layer.headDim;
+      const from = c.from * layer.blockSize * row;
+      const to = c.to * layer.blockSize * row;
+      layer.keyCache.copyWithin(to, from, from + c.tokens * row);
+      layer.valueCache.copyWithin(to, from, from + c.tokens * row);
+    }
+  }
+}

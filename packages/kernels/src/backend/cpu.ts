@@ -39,7 +39,7 @@ import {
   type I32,
   type Weight,
 } from "./buffer.ts";
-import { referenceKlRows, sumRowsInto } from "./cpu-loops.ts";
+import { copyKvBlocks, gatherRowsInto, referenceKlRows, scatterRowsInto, sumRowsInto } from "./cpu-loops.ts";
 
 const arrays = new WeakMap<object, HostArray>();
 const packed = new WeakMap<object, dense.PackedWeight>();
@@ -271,15 +271,10 @@ export class CpuBackend implements Backend {
   }
 
   copyBlocks(caches: readonly KvCache[], copies: readonly BlockCopy[]): void {
-    for (const c of copies) {
-      for (const cache of caches) {
-        const row = cache.numKvHeads * cache.headDim;
-        const from = c.from * cache.blockSize * row;
-        const to = c.to * cache.blockSize * row;
-        this.data(cache.key).copyWithin(to, from, from + c.tokens * row);
-        this.data(cache.value).copyWithin(to, from, from + c.tokens * row);
-      }
-    }
+    copyKvBlocks(
+      caches.map((c) => this.pagedCache(c)),
+      copies,
+    );
   }
 
   cacheWrite(cache: KvCache, k: F32, v: F32, nTokens: number, slotMapping: I32): void {
@@ -439,19 +434,11 @@ export class CpuBackend implements Backend {
   }
 
   gatherRows(source: F32, rows: I32, d: number, out: F32): void {
-    const from = this.data(source);
-    const to = this.data(out);
-    this.data(rows).forEach((row, i) => {
-      to.set(from.subarray(row * d, (row + 1) * d), i * d);
-    });
+    gatherRowsInto(this.data(source), this.data(rows), d, this.data(out));
   }
 
   scatterRows(target: F32, rows: I32, d: number, source: F32): void {
-    const to = this.data(target);
-    const from = this.data(source);
-    this.data(rows).forEach((row, i) => {
-      to.set(from.subarray(i * d, (i + 1) * d), row * d);
-    });
+    scatterRowsInto(this.data(target), this.data(rows), d, this.data(source));
   }
 
   logSoftmaxGather(logits: F32, targets: I32, vocab: number): { logprobs: F32; lse: F32 } {
