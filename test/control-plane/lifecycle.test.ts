@@ -29,7 +29,13 @@ const jobRow = (id: string) => cp.t.db.job.findUniqueOrThrow({ where: { id } });
 describe("workers", () => {
   it("are listed with the device each computes on and its memory", async () => {
     const { status, body: workers } = await cp.api<
-      { device: string; deviceDescription: string; deviceMemoryMiB: number | null }[]
+      {
+        device: string;
+        deviceDescription: string;
+        deviceMemoryMiB: number | null;
+        kvCacheMiB: number | null;
+        policyPoolMiB: number | null;
+      }[]
     >(team.key, "GET", "/v1/workers");
     expect(status).toBe(200);
     expect(workers.length).toBeGreaterThan(0);
@@ -37,6 +43,8 @@ describe("workers", () => {
       expect(w.device).toBe("cpu");
       expect(w.deviceDescription).toMatch(/\d+ cores$/);
       expect(w.deviceMemoryMiB).toBeGreaterThan(0);
+      expect(w.kvCacheMiB).toBeGreaterThan(0);
+      expect(w.policyPoolMiB).toBeGreaterThan(0);
     }
   });
 });

@@ -13,6 +13,7 @@ import {
 import type { PolicyRef } from "@opentinker/protocol";
 import type { ObjectStore } from "@opentinker/store";
 import { openAdapterSession } from "./adapter-session.ts";
+import type { SamplerBudgets } from "./budgets.ts";
 import { DbSnapshotRegistry } from "./db-registry.ts";
 
 export interface HostedBase {
@@ -37,6 +38,7 @@ export class EngineHost {
     readonly db: Db,
     readonly store: ObjectStore,
     readonly remoteEnvHosts: readonly string[] = [],
+    private readonly budgets: Partial<SamplerBudgets> = {},
   ) {
     this.registry = new DbSnapshotRegistry(db, (adapterId) => this.baseNameOfAdapter(adapterId));
   }
@@ -96,7 +98,12 @@ export class EngineHost {
   sampler(baseId: string): Sampler {
     let sampler = this.samplers.get(baseId);
     if (!sampler) {
-      sampler = new Sampler({ base: this.base(baseId).model, store: this.store, registry: this.registry });
+      sampler = new Sampler({
+        ...this.budgets,
+        base: this.base(baseId).model,
+        store: this.store,
+        registry: this.registry,
+      });
       this.samplers.set(baseId, sampler);
     }
     return sampler;

@@ -26,6 +26,20 @@ export const ZWorkerEnv = z.object({
         return z.NEVER;
       }
     }),
+  /** Each base model's K/V cache, MiB; unset: 256, at most an eighth of free memory. */
+  WORKER_KV_CACHE_MIB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(1 << 20)
+    .optional(),
+  /** Each base model's loaded policy versions, MiB; unset: 1024, at most a quarter of free memory. */
+  WORKER_POLICY_POOL_MIB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(1 << 20)
+    .optional(),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5000),
   /** Queue jobs run at once (sampling requests batch together up to this). */
   WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(16),

@@ -8,6 +8,8 @@ export interface WorkerIdentity {
   device: string;
   deviceDescription: string;
   deviceMemoryMiB: number | null;
+  kvCacheMiB: number;
+  policyPoolMiB: number;
 }
 
 export interface Heartbeat {

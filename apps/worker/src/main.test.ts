@@ -31,7 +31,13 @@ function exitOf(child: ChildProcess): Promise<number | null> {
 describe("worker process", () => {
   it("registers, advances its heartbeat, and marks itself offline on SIGTERM", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", MAIN], {
-      env: { ...process.env, DATABASE_URL: t.url, WORKER_HEARTBEAT_MS: "200", WORKER_CAPACITY: "3" },
+      env: {
+        ...process.env,
+        DATABASE_URL: t.url,
+        WORKER_HEARTBEAT_MS: "200",
+        WORKER_CAPACITY: "3",
+        WORKER_KV_CACHE_MIB: "64",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const exited = exitOf(child);
@@ -41,6 +47,7 @@ describe("worker process", () => {
       expect(worker.device).toBe("cpu");
       expect(worker.deviceDescription).toMatch(/\d+ cores$/);
       expect(worker.deviceMemoryMiB).toBeGreaterThan(0);
+      expect([worker.kvCacheMiB, worker.policyPoolMiB]).toEqual([64, 1024]);
       expect(worker.pid).toBe(child.pid);
       const later = await waitFor(async () => {
         const row = await t.db.worker.findUniqueOrThrow({ where: { id: worker.id } });

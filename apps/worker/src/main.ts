@@ -12,6 +12,7 @@ import {
 import { selectBackend, setKernelThreads } from "@opentinker/kernels";
 import { openStore, readStoreEnv } from "@opentinker/store";
 import type { Runner, TaskList } from "graphile-worker";
+import { samplerBudgets, toMiB } from "./budgets.ts";
 import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
 import { expirySweeper } from "./expiry.ts";
@@ -70,7 +71,8 @@ async function main(): Promise<void> {
   setKernelThreads(env.WORKER_KERNEL_THREADS);
   // Downloaded snapshots and checkpoints stay on local disk (within a budget) when the store is remote.
   const store = await openStore(readStoreEnv(), { dataDir: env.OPENTINKER_DATA_DIR, cache: true });
-  const host = new EngineHost(db, store, env.OPENTINKER_REMOTE_ENV_HOSTS);
+  const budgets = samplerBudgets(env, backend.device.freeBytes);
+  const host = new EngineHost(db, store, env.OPENTINKER_REMOTE_ENV_HOSTS, budgets);
   const bases = await host.loadBases((line) => console.error(line));
   const sweepExpired = expirySweeper(db, host.store);
   heartbeat = await startHeartbeat(
@@ -82,7 +84,9 @@ async function main(): Promise<void> {
       loadedModels: bases.map((b) => b.name),
       device: backend.device.name,
       deviceDescription: backend.device.description,
-      deviceMemoryMiB: Math.floor(backend.device.totalBytes / 2 ** 20),
+      deviceMemoryMiB: toMiB(backend.device.totalBytes),
+      kvCacheMiB: toMiB(budgets.kvCacheBytes),
+      policyPoolMiB: toMiB(budgets.policyBytes),
     },
     env.WORKER_HEARTBEAT_MS,
     {

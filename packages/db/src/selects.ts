@@ -94,6 +94,8 @@ export const workerSelect = {
   device: true,
   deviceDescription: true,
   deviceMemoryMiB: true,
+  kvCacheMiB: true,
+  policyPoolMiB: true,
   status: true,
   startedAt: true,
   heartbeatAt: true,

@@ -12,6 +12,9 @@ export function registerWorker(
     device?: string;
     deviceDescription?: string;
     deviceMemoryMiB?: number | null;
+    /** Each base model's sampler budgets. */
+    kvCacheMiB?: number | null;
+    policyPoolMiB?: number | null;
   },
 ) {
   return db.worker.create({ data: input, select: workerSelect });

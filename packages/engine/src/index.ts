@@ -26,7 +26,14 @@ export {
   type PoolEntry,
   policyKey,
 } from "./sampler/policy-pool.ts";
-export { AbortError, type SampleOptions, Sampler, type SamplerOptions } from "./sampler/sampler.ts";
+export {
+  AbortError,
+  DEFAULT_KV_CACHE_BYTES,
+  DEFAULT_POLICY_BYTES,
+  type SampleOptions,
+  Sampler,
+  type SamplerOptions,
+} from "./sampler/sampler.ts";
 export { type SampledToken, sampleToken, sampleTokens, type TokenDraw } from "./sampler/sampling.ts";
 export * from "./session/create-policy.ts";
 export * from "./session/policy-session.ts";

@@ -34,6 +34,9 @@ export const ZWorker = z.object({
   device: z.string(),
   deviceDescription: z.string(),
   deviceMemoryMiB: z.number().int().nullable(),
+  /** Each base model's sampler budgets on it, MiB: K/V cache and loaded policy versions (null: unknown). */
+  kvCacheMiB: z.number().int().nullable(),
+  policyPoolMiB: z.number().int().nullable(),
   heartbeatAt: z.string(),
 });
 export type WorkerInfo = z.infer<typeof ZWorker>;

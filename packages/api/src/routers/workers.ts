@@ -19,6 +19,8 @@ export const workersRouter = router({
         device: w.device,
         deviceDescription: w.deviceDescription,
         deviceMemoryMiB: w.deviceMemoryMiB,
+        kvCacheMiB: w.kvCacheMiB,
+        policyPoolMiB: w.policyPoolMiB,
         placedAdapters: w._count.adapters,
         heartbeatAt: iso(w.heartbeatAt),
       })),

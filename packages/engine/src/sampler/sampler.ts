@@ -46,6 +46,10 @@ import { type StopCheck, stopChecker } from "./stop.ts";
 /** Token slots per KV cache block, unless a sampler is given its own. */
 export const DEFAULT_BLOCK_SIZE = 16;
 
+/** A sampler's budgets unless given its own: K/V cache (all layers) and loaded policy versions. */
+export const DEFAULT_KV_CACHE_BYTES = 256 << 20;
+export const DEFAULT_POLICY_BYTES = 1 << 30;
+
 export interface SamplerOptions {
   base: BaseModel;
   store: ObjectStore;
@@ -133,9 +137,17 @@ export class Sampler {
     const baseParams = matmul === "rows" ? withPackedWeights(frozenParams(base)) : frozenParams(base);
     const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     const bytesPerBlock = PagedKv.bytesPerBlock(baseParams.shape, blockSize);
-    const numBlocks = Math.max(1, Math.floor((options.kvCacheBytes ?? 256 << 20) / bytesPerBlock));
+    const numBlocks = Math.max(
+      1,
+      Math.floor((options.kvCacheBytes ?? DEFAULT_KV_CACHE_BYTES) / bytesPerBlock),
+    );
     this.kv = new KvCacheManager({ numBlocks, blockSize });
-    this.pool = new PolicyPool(base, options.store, options.registry, options.policyBytes ?? 1 << 30);
+    this.pool = new PolicyPool(
+      base,
+      options.store,
+      options.registry,
+      options.policyBytes ?? DEFAULT_POLICY_BYTES,
+    );
     this.scheduler = new Scheduler(this.kv, options.maxTokensPerStep ?? 256);
     this.model = new ModelStep({ baseParams, pool: this.pool, kv: this.kv, matmul });
   }

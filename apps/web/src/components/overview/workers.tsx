@@ -29,6 +29,14 @@ export function Workers() {
                 <dl className="mt-2 grid grid-cols-[auto_1fr] gap-x-3 gap-y-1 text-xs text-gray-600">
                   <dt>Device</dt>
                   <dd>{deviceLine(w)}</dd>
+                  {w.kvCacheMiB !== null && w.policyPoolMiB !== null ? (
+                    <>
+                      <dt>Budgets</dt>
+                      <dd>
+                        K/V cache {w.kvCacheMiB} MiB · policies {w.policyPoolMiB} MiB, per base model
+                      </dd>
+                    </>
+                  ) : null}
                   <dt>Models</dt>
                   <dd>
                     <ModelNames names={w.loadedModels} />
