@@ -1,9 +1,9 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { startEmbeddedPostgres } from "./embedded-postgres.ts";
+import { makeReachable, startEmbeddedPostgres } from "./embedded-postgres.ts";
 
 async function query(url: string, sql: string) {
   const client = new pg.Client({ connectionString: url });
@@ -19,6 +19,19 @@ describe("embedded Postgres", () => {
   const dirs: string[] = [];
   afterAll(async () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("makes a file's ancestors searchable by others (x only), as the postgres user needs for the binaries", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "ot-reach-"));
+    dirs.push(dir);
+    const binDir = path.join(dir, "node_modules", "bin");
+    await mkdir(binDir, { recursive: true });
+    await writeFile(path.join(binDir, "initdb"), "");
+    await chmod(dir, 0o700);
+    await chmod(path.join(dir, "node_modules"), 0o750);
+    await makeReachable(path.join(binDir, "initdb"));
+    expect((await stat(dir)).mode & 0o777).toBe(0o701);
+    expect((await stat(path.join(dir, "node_modules"))).mode & 0o777).toBe(0o751);
   });
 
   it("a second start reuses the data directory and keeps what was written", async () => {

@@ -111,10 +111,11 @@ function runningPostmaster(dataDir: string): { port: number } | null {
 
 /**
  * As root the cluster runs as `postgres`, which must be able to reach the data
- * directory: grant search (x, never read or write) on ancestors that withhold it.
+ * directory and the binaries: grant search (x, never read or write) on the
+ * ancestors of `target` that withhold it.
  */
-async function makeReachable(dir: string): Promise<void> {
-  for (let current = path.dirname(dir); ; current = path.dirname(current)) {
+export async function makeReachable(target: string): Promise<void> {
+  for (let current = path.dirname(target); ; current = path.dirname(current)) {
     const mode = (await stat(current)).mode;
     if ((mode & 0o001) === 0) await chmod(current, mode | 0o001);
     if (path.dirname(current) === current) return;
@@ -176,6 +177,9 @@ export async function startEmbeddedPostgres(
   }
   const bin = await binaries();
   const ids = runAs();
+  // The binaries live under node_modules, which may sit in a folder only root can
+  // enter (a fresh clone in a `mktemp -d` folder): postgres must reach them too.
+  if (ids) await makeReachable(bin.initdb);
   if (!existsSync(path.join(dataDir, "PG_VERSION"))) await initialise(bin, dataDir, ids);
 
   const port = options.port ?? (await findFreePort());
