@@ -1,6 +1,6 @@
 // Fault 2: the tables a step writes ("Metric" and "Trajectory") are locked by
-// another session for 12 s, longer than the worker's transaction may wait or
-// run, then released (a long migration, a VACUUM FULL, a stuck report). The
+// another session for 6 s, longer than the worker's transactions may run (4 s
+// here, 30 s by default: the fault is the same, sooner), then released (a long migration, a VACUUM FULL, a stuck report). The
 // job's step is due meanwhile and blocks on the lock; once it is released the
 // job must go on and end SUCCEEDED with its history whole.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,11 +17,14 @@ import {
   workerLockWaits,
 } from "./harness.ts";
 
-const HOLD_MS = 12_000;
+const HOLD_MS = 6_000;
+const TRANSACTION_TIMEOUT_MS = 4_000;
 
 let plane: FaultPlane;
 beforeAll(async () => {
-  plane = await startFaultPlane();
+  plane = await startFaultPlane({
+    workerEnv: { DATABASE_TRANSACTION_TIMEOUT_MS: String(TRANSACTION_TIMEOUT_MS) },
+  });
 }, 60_000);
 afterAll(() => plane?.cp.stop());
 

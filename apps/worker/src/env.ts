@@ -65,7 +65,7 @@ export const ZWorkerEnv = z.object({
 
 export type WorkerEnv = z.infer<typeof ZWorkerEnv>;
 
-export function readWorkerEnv(source: NodeJS.ProcessEnv = process.env): WorkerEnv {
+export function readWorkerEnv(source: Readonly<Record<string, string | undefined>> = process.env): WorkerEnv {
   const parsed = ZWorkerEnv.safeParse(source);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

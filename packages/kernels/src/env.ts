@@ -45,7 +45,9 @@ function isKernelsIsa(value: string): value is KernelsIsa {
   return (KERNELS_ISAS as readonly string[]).includes(value);
 }
 
-export function readKernelsEnv(source: NodeJS.ProcessEnv = process.env): KernelsEnv {
+export function readKernelsEnv(
+  source: Readonly<Record<string, string | undefined>> = process.env,
+): KernelsEnv {
   const env: KernelsEnv = {};
   const addon = source.OPENTINKER_KERNELS_ADDON;
   if (addon) env.OPENTINKER_KERNELS_ADDON = addon;
