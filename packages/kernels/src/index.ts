@@ -71,4 +71,3 @@ export {
   type SelectedBackend,
   selectBackend,
 } from "./backend/select.ts";
-export { HostAccessError, StrictBackend, type Transfer } from "./backend/strict.ts";

@@ -126,6 +126,8 @@ describe("the device seam", () => {
     expect(() => cpu.view(a, 4, [3])).toThrow(/view \[3\] at 4 is outside a buffer of 6 elements/);
     expect(() => cpu.write(a, new Float32Array(4), 3)).toThrow(/overruns a buffer of 6/);
     expect(() => elementCount([2, -1])).toThrow(/buffer shape \[2, -1\]: -1 is not a size/);
+    cpu.free(a);
+    expect(() => cpu.fill(a, 1)).toThrow(/a cpu buffer \[2, 3\] was used after it was freed/);
   });
 
   it("views share memory: a write through a view lands in its buffer", () => {

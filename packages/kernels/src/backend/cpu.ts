@@ -81,11 +81,9 @@ export class CpuBackend implements Backend {
   /** The array behind one of this backend's buffers (the kernels' argument). */
   protected data<D extends DType>(buffer: DeviceBuffer<D>): HostArray<D> {
     const data = arrays.get(buffer);
-    if (!data || buffer.device !== this.name) {
-      throw new TypeError(
-        `a ${buffer.device} buffer [${buffer.shape.join(", ")}] was given to the ${this.name} backend`,
-      );
-    }
+    const what = `a ${buffer.device} buffer [${buffer.shape.join(", ")}]`;
+    if (buffer.device !== this.name) throw new TypeError(`${what} was given to the ${this.name} backend`);
+    if (!data) throw new TypeError(`${what} was used after it was freed, or not made by a backend`);
     return data as HostArray<D>;
   }
 
