@@ -37,6 +37,7 @@ describe("worker process", () => {
         WORKER_HEARTBEAT_MS: "200",
         WORKER_CAPACITY: "3",
         WORKER_KV_CACHE_MIB: "64",
+        WORKER_POLICY_POOL_MIB: "512",
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -47,7 +48,7 @@ describe("worker process", () => {
       expect(worker.device).toBe("cpu");
       expect(worker.deviceDescription).toMatch(/\d+ cores$/);
       expect(worker.deviceMemoryMiB).toBeGreaterThan(0);
-      expect([worker.kvCacheMiB, worker.policyPoolMiB]).toEqual([64, 1024]);
+      expect([worker.kvCacheMiB, worker.policyPoolMiB]).toEqual([64, 512]);
       expect(worker.pid).toBe(child.pid);
       const later = await waitFor(async () => {
         const row = await t.db.worker.findUniqueOrThrow({ where: { id: worker.id } });
