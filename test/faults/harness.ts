@@ -134,7 +134,10 @@ export async function terminateWorkerConnections(cp: ControlPlane): Promise<numb
 
 /**
  * Holds ACCESS EXCLUSIVE locks on `tables` in an open transaction of the
- * admin connection while `during` runs, then releases them (rolls back).
+ * admin connection while `during` runs, then releases them (rolls back). The
+ * tables are locked one after another, so a step's transaction holding one and
+ * wanting the next can deadlock with us: when Postgres picks our LOCK as the
+ * victim (40P01), nothing was held and we take them again.
  */
 export async function withTablesLocked<T>(
   cp: ControlPlane,
@@ -142,13 +145,21 @@ export async function withTablesLocked<T>(
   during: () => Promise<T>,
 ): Promise<T> {
   const list = tables.map((t) => `"${t}"`).join(", ");
-  return cp.t.db.$transaction(
-    async (tx) => {
-      await tx.$executeRawUnsafe(`LOCK TABLE ${list} IN ACCESS EXCLUSIVE MODE`);
-      return during();
-    },
-    { maxWait: 10_000, timeout: 120_000 },
-  );
+  for (let attempt = 1; ; attempt++) {
+    let locked = false;
+    try {
+      return await cp.t.db.$transaction(
+        async (tx) => {
+          await tx.$executeRawUnsafe(`LOCK TABLE ${list} IN ACCESS EXCLUSIVE MODE`);
+          locked = true;
+          return during();
+        },
+        { maxWait: 10_000, timeout: 120_000 },
+      );
+    } catch (error) {
+      if (locked || attempt >= 5 || !String(error).includes("40P01")) throw error;
+    }
+  }
 }
 
 /** The steps of a run that carry a validation: before the first (step 0), every N steps and after the last. */
