@@ -2,20 +2,16 @@
 // its quota however many arrive at once, its pipelined training calls run back to
 // back, its big jobs are kept from starving other teams' sampling, and its cancel
 // (or a worker's drain) takes effect within the rollout step in flight.
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { registerBaseModel } from "@opentinker/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team, until } from "./harness.ts";
+import { countingReset, HOLD, type RemoteEnv, startRemoteEnv } from "./remote-env-server.ts";
 
 let cp: ControlPlane;
 let team: Team;
-let envServer: Server;
-let envUrl = "";
+let env: RemoteEnv;
 /** Episodes that reached their step so far, by environment ("count" or "hang"). */
 const steps = { count: 0, hang: 0 };
-/** /hang/step calls held open, answered only at the end. */
-const held: ServerResponse[] = [];
 
 /** Each episode's own prompt (distinct, so the sampler's prefix cache cannot share their prefill). */
 const prompt = (length: number, episode: number) =>
@@ -23,57 +19,34 @@ const prompt = (length: number, episode: number) =>
 
 /**
  * Two remote environments: /count answers every step at once (and counts them);
- * /hang never answers a step, so a rollout through it waits until it is aborted.
+ * /hang never answers a step, so a rollout through it waits until it is released.
  */
-function startEnvServer(): Promise<void> {
-  let next = 0;
-  envServer = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      res.setHeader("content-type", "application/json");
-      const [, kind, op] = (req.url ?? "").split("/") as [string, "count" | "hang", string];
-      if (op === "reset") {
-        const episode = next++;
-        // Long prompts of their own: the step's sampling is mostly prefill, which a FIFO sampler serves in order.
-        const tokens = prompt(kind === "count" ? 200 : 3, episode);
-        return void res.end(
-          JSON.stringify({
-            sessionId: `s${episode}`,
-            observation: { chunks: [{ type: "encoded_text", tokens }] },
-            stop: { stop: [], maxTokens: 2 },
-          }),
-        );
-      }
+function startEnvServer(): Promise<RemoteEnv> {
+  return startRemoteEnv({
+    // Long prompts of their own: the step's sampling is mostly prefill, which a FIFO sampler serves in order.
+    reset: countingReset((episode, name) => prompt(name === "count" ? 200 : 3, episode)),
+    step: (_input, name) => {
+      const kind = name as "count" | "hang";
       steps[kind]++;
-      if (kind === "hang") return void held.push(res);
-      res.end(JSON.stringify({ reward: 0, done: true }));
-    });
+      return kind === "hang" ? HOLD : { reward: 0, done: true };
+    },
   });
-  return new Promise((resolve) =>
-    envServer.listen(0, "127.0.0.1", () => {
-      envUrl = `http://127.0.0.1:${(envServer.address() as AddressInfo).port}`;
-      resolve();
-    }),
-  );
 }
 
-const allowedHosts = () => new URL(envUrl).host;
-
 beforeAll(async () => {
-  await startEnvServer();
-  process.env.OPENTINKER_REMOTE_ENV_HOSTS = allowedHosts();
+  env = await startEnvServer();
+  process.env.OPENTINKER_REMOTE_ENV_HOSTS = env.host;
   cp = await ControlPlane.start();
   team = await cp.team("fair");
   // A poll this slow makes any call that waits for it time out: calls must arrive by notice.
   await cp.startWorker({
     WORKER_POLL_INTERVAL_MS: "120000",
-    OPENTINKER_REMOTE_ENV_HOSTS: allowedHosts(),
+    OPENTINKER_REMOTE_ENV_HOSTS: env.host,
   });
 }, 60_000);
 afterAll(async () => {
   delete process.env.OPENTINKER_REMOTE_ENV_HOSTS;
-  for (const res of held) res.end(JSON.stringify({ reward: 0, done: true }));
-  envServer?.close();
+  env?.close();
   await cp?.stop();
 });
 
@@ -97,15 +70,15 @@ async function adapter(name: string, as: Team = team): Promise<string> {
 
 async function remoteJob(name: string, kind: "count" | "hang", config: object) {
   const adapterId = await adapter(name);
-  const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
+  const created = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
     name: `${name}-env`,
     kind: "REMOTE",
-    url: `${envUrl}/${kind}`,
+    url: env.url(kind),
   });
   const job = await cp.api<{ id: string }>(team.key, "POST", "/v1/jobs", {
     kind: "RL",
     adapterId,
-    environmentId: env.body.id,
+    environmentId: created.body.id,
     config,
   });
   expect(job.status, JSON.stringify(job.body)).toBe(200);
@@ -213,7 +186,7 @@ describe("a big job and everyone else", () => {
   }, 60_000);
 
   it("a worker drains within its step when stopped, leaving the job back in the queue and itself offline", async () => {
-    await cp.startWorker({ OPENTINKER_REMOTE_ENV_HOSTS: allowedHosts() });
+    await cp.startWorker({ OPENTINKER_REMOTE_ENV_HOSTS: env.host });
     const seen = steps.hang;
     const { jobId } = await remoteJob("drained", "hang", { steps: 5, groupsPerStep: 1, groupSize: 2 });
     await until(async () => (steps.hang > seen ? true : undefined), "the rollout to wait on the environment");

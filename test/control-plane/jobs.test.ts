@@ -1,11 +1,10 @@
 // Server-side jobs on real worker processes: an RL job runs to the end and stores
 // every step; killed mid-run, it resumes on another worker from its checkpoint
 // with nothing applied twice, lost or duplicated.
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createOpenTinkerClient } from "@opentinker/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team, until } from "./harness.ts";
+import { countingReset, HOLD, type RemoteEnv, startRemoteEnv } from "./remote-env-server.ts";
 
 let cp: ControlPlane;
 let team: Team;
@@ -19,52 +18,38 @@ let gate: Gate;
 class Gate {
   answered = 0;
   holdAfter = Number.POSITIVE_INFINITY;
-  private readonly held: ServerResponse[] = [];
-  private constructor(
-    private readonly server: Server,
-    readonly url: string,
-  ) {}
+  private constructor(private readonly env: RemoteEnv) {}
 
-  static start(): Promise<Gate> {
-    let next = 0;
+  static async start(): Promise<Gate> {
     let gate: Gate | undefined;
-    const server = createServer((req, res) => {
-      req.resume();
-      req.on("end", () => {
-        res.setHeader("content-type", "application/json");
-        if (req.url === "/env/reset")
-          return void res.end(
-            JSON.stringify({
-              sessionId: `s${next++}`,
-              observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30] }] },
-              stop: { stop: [], maxTokens: 2 },
-            }),
-          );
-        if (gate && gate.answered >= gate.holdAfter) return void gate.held.push(res);
+    const env = await startRemoteEnv({
+      reset: countingReset(),
+      step: () => {
+        if (gate && gate.answered >= gate.holdAfter) return HOLD;
         if (gate) gate.answered++;
-        res.end(JSON.stringify({ reward: 0, done: true }));
-      });
+        return { reward: 0, done: true };
+      },
     });
-    return new Promise((resolve) =>
-      server.listen(0, "127.0.0.1", () => {
-        gate = new Gate(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/env`);
-        resolve(gate);
-      }),
-    );
+    gate = new Gate(env);
+    return gate;
+  }
+
+  get url(): string {
+    return this.env.url();
   }
 
   get waiting(): number {
-    return this.held.length;
+    return this.env.held;
   }
 
   open(): void {
     this.holdAfter = Number.POSITIVE_INFINITY;
-    for (const res of this.held.splice(0)) res.end(JSON.stringify({ reward: 0, done: true }));
+    this.env.release();
   }
 
   close(): void {
     this.open();
-    this.server.close();
+    this.env.close();
   }
 }
 

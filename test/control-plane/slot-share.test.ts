@@ -5,55 +5,26 @@
 // burning its queue attempts, and starts when one frees; the remote example runs
 // beside the demo team's jobs and leaves no adapter behind.
 import { spawn } from "node:child_process";
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { seed } from "@opentinker/db";
 import { RELEASED_CHECKPOINT } from "@opentinker/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, ControlPlane, type Team, until } from "./harness.ts";
+import { countingReset, HOLD, type RemoteEnv, startRemoteEnv } from "./remote-env-server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** npm start's worker: one, with the default capacity. */
 const CAPACITY = 4;
 
 let cp: ControlPlane;
-let envServer: Server;
-let envUrl = "";
-/** Environment steps held open (the jobs' rollouts wait on them), answered at the end. */
-const held: ServerResponse[] = [];
+/** Its steps are held open (the jobs' rollouts wait on them), answered at the end. */
+let env: RemoteEnv;
 let demo: Team;
 let teamA: Team;
 let teamC: Team;
 /** The most adapters one worker held at any moment the monitor looked. */
 let mostHeld = 0;
 let monitor: NodeJS.Timeout | undefined;
-
-/** A remote environment whose steps never answer: a job's rollout waits on it, holding its slot. */
-function startEnvServer(): Promise<void> {
-  let next = 0;
-  envServer = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      res.setHeader("content-type", "application/json");
-      if (req.url?.endsWith("/reset"))
-        return void res.end(
-          JSON.stringify({
-            sessionId: `s${next++}`,
-            observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30] }] },
-            stop: { stop: [], maxTokens: 2 },
-          }),
-        );
-      held.push(res);
-    });
-  });
-  return new Promise((resolve) =>
-    envServer.listen(0, "127.0.0.1", () => {
-      envUrl = `http://127.0.0.1:${(envServer.address() as AddressInfo).port}/hang`;
-      resolve();
-    }),
-  );
-}
 
 async function watchSlots(): Promise<void> {
   const rows = await cp.t.db.adapter.groupBy({
@@ -65,8 +36,8 @@ async function watchSlots(): Promise<void> {
 }
 
 beforeAll(async () => {
-  await startEnvServer();
-  const allowed = new URL(envUrl).host;
+  env = await startRemoteEnv({ reset: countingReset(), step: () => HOLD });
+  const allowed = env.host;
   process.env.OPENTINKER_REMOTE_ENV_HOSTS = allowed;
   cp = await ControlPlane.start();
   const seeded = await seed(cp.t.db);
@@ -79,8 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   clearInterval(monitor);
   delete process.env.OPENTINKER_REMOTE_ENV_HOSTS;
-  for (const res of held) res.end(JSON.stringify({ reward: 0, done: true }));
-  envServer?.close();
+  env?.close();
   await cp?.stop();
 });
 
@@ -135,15 +105,15 @@ const workerOf = async (adapterId: string) =>
 
 async function hangingJob(team: Team, name: string): Promise<string> {
   const adapterId = await adapter(team, name);
-  const env = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
+  const created = await cp.api<{ id: string }>(team.key, "POST", "/v1/environments", {
     name: `${name}-env`,
     kind: "REMOTE",
-    url: envUrl,
+    url: env.url("hang"),
   });
   const job = await cp.api<{ id: string }>(team.key, "POST", "/v1/jobs", {
     kind: "RL",
     adapterId,
-    environmentId: env.body.id,
+    environmentId: created.body.id,
     config: { steps: 5, groupsPerStep: 1, groupSize: 2 },
   });
   expect(job.status, JSON.stringify(job.body)).toBe(200);

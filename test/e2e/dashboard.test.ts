@@ -1,12 +1,11 @@
 // The dashboard end to end, in Debian's chromium against `npm start`'s stack:
 // a user trains an RL job from the browser and watches it live; another team's
 // user sees none of it; forms refuse bad input next to the field.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { addMember, createTeam, createUser, setUserPassword } from "@opentinker/db";
 import { RL_PRESETS } from "@opentinker/protocol";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countingReset, type RemoteEnv, startRemoteEnv } from "../control-plane/remote-env-server.ts";
 import { launchBrowser, openPage, type Stack, screenshot, signIn, startStack, until } from "./stack.ts";
 
 /** The step from which the exploding environment's rewards blow up, and the episodes each step plays. */
@@ -19,37 +18,25 @@ const GROUP = 4;
  * advantage past float32's range, so that step's loss is non-finite. (A
  * built-in's rewards are bounded by its settings' schema.)
  */
-function explodingEnvironment(): Promise<Server> {
-  let sessions = 0;
+function explodingEnvironment(): Promise<RemoteEnv> {
   let answered = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      res.setHeader("content-type", "application/json");
-      if (req.url === "/env/reset")
-        return void res.end(
-          JSON.stringify({
-            sessionId: `s${sessions++}`,
-            observation: { chunks: [{ type: "encoded_text", tokens: [10, 20, 30] }] },
-            stop: { stop: [], maxTokens: 2 },
-          }),
-        );
+  return startRemoteEnv({
+    reset: countingReset(),
+    step: () => {
       const scale = answered >= EXPLODES_AT * GROUP ? 1e300 : 1;
-      res.end(JSON.stringify({ reward: (answered++ % 2) * scale, done: true }));
-    });
+      return { reward: (answered++ % 2) * scale, done: true };
+    },
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
 let stack: Stack;
 let browser: Browser;
-let exploding: Server;
+let exploding: RemoteEnv;
 let explodingUrl: string;
 beforeAll(async () => {
   exploding = await explodingEnvironment();
-  const host = `127.0.0.1:${(exploding.address() as AddressInfo).port}`;
-  explodingUrl = `http://${host}/env`;
-  stack = await startStack({ OPENTINKER_REMOTE_ENV_HOSTS: host });
+  explodingUrl = exploding.url();
+  stack = await startStack({ OPENTINKER_REMOTE_ENV_HOSTS: exploding.host });
   browser = await launchBrowser();
 }, 360_000);
 afterAll(async () => {

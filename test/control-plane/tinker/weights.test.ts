@@ -205,8 +205,9 @@ describe("Tinker weights: listing, TTL, deletion", () => {
         interval: 500,
       })
       .toBe(0);
+    // Rows go first, then files (nothing listed is ever missing its files).
     const { existsSync } = await import("node:fs");
-    if (row) expect(existsSync(row.path)).toBe(false);
+    if (row) await expect.poll(() => existsSync(row.path), { timeout: 10_000, interval: 200 }).toBe(false);
   }, 40_000);
 
   it("deletes a checkpoint (its row and files); another team's answers like a missing one", async () => {
