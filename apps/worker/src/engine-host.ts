@@ -5,11 +5,13 @@ import type { Db } from "@opentinker/db";
 import {
   BASE_KEY,
   type BaseModel,
+  defaultBackend,
   loadBaseModel,
   type PolicySession,
   type PolicySource,
   Sampler,
 } from "@opentinker/engine";
+import type { Backend } from "@opentinker/kernels";
 import type { PolicyRef } from "@opentinker/protocol";
 import type { ObjectStore } from "@opentinker/store";
 import { openAdapterSession } from "./adapter-session.ts";
@@ -32,13 +34,15 @@ export class EngineHost {
   /**
    * `store`: where snapshots and checkpoints are (the local folder, or the
    * bucket every host shares); `remoteEnvHosts`: the hosts remote environments
-   * may be on (OPENTINKER_REMOTE_ENV_HOSTS).
+   * may be on (OPENTINKER_REMOTE_ENV_HOSTS); `backend`: the device every base
+   * model, adapter and sampler of this worker lives on (WORKER_DEVICE).
    */
   constructor(
     readonly db: Db,
     readonly store: ObjectStore,
     readonly remoteEnvHosts: readonly string[] = [],
     private readonly budgets: Partial<SamplerBudgets> = {},
+    readonly backend: Backend = defaultBackend(),
   ) {
     this.registry = new DbSnapshotRegistry(db, (adapterId) => this.baseNameOfAdapter(adapterId));
   }
@@ -50,7 +54,7 @@ export class EngineHost {
         this.bases.set(row.id, {
           id: row.id,
           name: row.name,
-          model: await loadBaseModel(row.path, row.name),
+          model: await loadBaseModel(row.path, row.name, { backend: this.backend }),
         });
       } catch (error) {
         log(`worker: base model ${row.name} at ${row.path} not loaded: ${(error as Error).message}`);

@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   // Downloaded snapshots and checkpoints stay on local disk (within a budget) when the store is remote.
   const store = await openStore(readStoreEnv(), { dataDir: env.OPENTINKER_DATA_DIR, cache: true });
   const budgets = samplerBudgets(env, backend.device.freeBytes);
-  const host = new EngineHost(db, store, env.OPENTINKER_REMOTE_ENV_HOSTS, budgets);
+  const host = new EngineHost(db, store, env.OPENTINKER_REMOTE_ENV_HOSTS, budgets, backend);
   const bases = await host.loadBases((line) => console.error(line));
   const sweepExpired = expirySweeper(db, host.store);
   heartbeat = await startHeartbeat(

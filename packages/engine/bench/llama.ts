@@ -10,6 +10,7 @@ import { kernelInfo, linear } from "@opentinker/kernels";
 import { LocalStore } from "@opentinker/store";
 import { type BaseModel, loadBaseModel } from "../src/base-model.ts";
 import { convertModelWeights, type ModelConfig, type WeightDtype } from "../src/model/index.ts";
+import { Arena } from "../src/nn/arena.ts";
 import { forward } from "../src/nn/transformer.ts";
 import { frozenParams } from "../src/policy/frozen.ts";
 import { PagedKv } from "../src/sampler/paged-model.ts";
@@ -65,11 +66,16 @@ function rate(runs: number[]): Rate {
 function ourLogits(base: BaseModel, tokens: readonly number[], from: number): Float32Array {
   const { hiddenSize: H, vocabSize: V } = base.config;
   const batch = pack([{ tokens: Int32Array.from(tokens), targets: new Int32Array(tokens.length) }]);
-  const { hidden } = forward(frozenParams(base), batch).tape;
-  const rows = tokens.length - from;
-  const logits = new Float32Array(rows * V);
-  linear(hidden.subarray(from * H), base.weights.lmHead, logits, rows, H, V);
-  return logits;
+  const arena = new Arena(base.backend);
+  try {
+    const hidden = base.backend.download(forward(frozenParams(base), batch, arena).tape.hidden);
+    const rows = tokens.length - from;
+    const logits = new Float32Array(rows * V);
+    linear(hidden.subarray(from * H), base.weights.lmHead, logits, rows, H, V);
+    return logits;
+  } finally {
+    arena.release();
+  }
 }
 
 function argmax(logits: Float32Array, row: number, vocab: number): number {

@@ -42,8 +42,13 @@ async function adapters(
       seed: i,
     });
     const rng = new Rng(i + 1);
-    for (const t of policy.tensors)
-      if (t.name.includes("lora_B")) for (let j = 0; j < t.value.length; j++) t.value[j] = rng.uniform(0.01);
+    for (const t of policy.tensors) {
+      if (!t.name.includes("lora_B")) continue;
+      policy.params.backend.write(
+        t.value,
+        Float32Array.from({ length: t.value.length }, () => rng.uniform(0.01)),
+      );
+    }
     const stored = await store.put(`bench/a${i}/1`, snapshotFiles(policy));
     handles.push((await registry.publish("bench", `a${i}`, stored, 0)).handle);
   }

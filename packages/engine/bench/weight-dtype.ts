@@ -5,7 +5,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { linearPacked, type PackedWeight, packWeight, type WeightArray } from "@opentinker/kernels";
+import { linearPacked, packWeight, type WeightArray } from "@opentinker/kernels";
+
+type PackedWeight = ReturnType<typeof packWeight>;
+
 import { LocalStore } from "@opentinker/store";
 import type { BaseModel } from "../src/base-model.ts";
 import { convertModelWeights, type ModelConfig, type WeightDtype } from "../src/model/index.ts";

@@ -4,7 +4,8 @@
 // the lm_head [896 → 151,936] (545 MB) read after them, at 1, 4 and 16 rows,
 // over the weights packed once (the sampler's product) and, side by side in
 // the same rounds, through OpenBLAS over the plain weights.
-import { gemm, linearPacked, machineInfo, type PackedWeight, packWeight } from "../src/index.ts";
+import { gemm, linearPacked, machineInfo, packWeight } from "../src/index.ts";
+import type { PackedWeight } from "../src/ops/gemm.ts";
 import { randomF32, rng } from "../src/test-utils.ts";
 import { interleavedMs, pairedRatio, progress, round, sideMedian } from "./timing.ts";
 

@@ -1,6 +1,7 @@
 import { isasUpTo, type KernelsIsa } from "../src/env.ts";
 import { randomBf16 } from "../src/gemm-bf16.cases.ts";
-import { linearPacked, loadNative, machineInfo, type PackedWeight, packWeight } from "../src/index.ts";
+import { linearPacked, loadNative, machineInfo, packWeight } from "../src/index.ts";
+import type { PackedWeight } from "../src/ops/gemm.ts";
 import { randomF32, rng } from "../src/test-utils.ts";
 import { interleavedMs, pairedRatio, progress, round, sideMedian } from "./timing.ts";
 

@@ -32,7 +32,8 @@ export function setKernelThreads(threads: number): void {
   loadNative().setNumThreads(threads);
 }
 
-// The device seam (issue 45): the engine moves onto these.
+// The device seam (issue 45): the engine runs on these. Its LoraTable and
+// PackedWeight are the backend's handles (they shadow the CPU ops' own types).
 export type {
   AdamwHyper,
   Backend,
@@ -40,14 +41,15 @@ export type {
   DeviceInfo,
   KvCache,
   LoraAdapterBuffers,
-  LoraTable as BackendLoraTable,
-  PackedWeight as BackendPackedWeight,
+  LoraTable,
+  PackedWeight,
   PagedRowBuffers,
 } from "./backend/backend.ts";
 export {
   bytesPerElement,
   type DeviceBuffer,
   type DType,
+  type DTypeOf,
   elementCount,
   type F32,
   type HostArray,
@@ -55,16 +57,6 @@ export {
   type Weight,
 } from "./backend/buffer.ts";
 export { CpuBackend } from "./backend/cpu.ts";
-// The CPU backend's own loops, which the engine calls until it runs on a Backend.
-export {
-  copyKvBlocks,
-  gatherRowsInto,
-  type KlInputs,
-  type KvArrays,
-  referenceKlRows,
-  scatterRowsInto,
-  sumRowsInto,
-} from "./backend/cpu-loops.ts";
 export {
   type DeviceChoice,
   parseDeviceChoice,

@@ -1,13 +1,14 @@
 // The weights a forward pass uses: the frozen base model's, overlaid with a
 // policy's trainable tensors (full-parameter) or LoRA adapters. Grad buffers are
-// present exactly where something trains.
-import type { PackedWeight, RopeFrequencies, WeightArray } from "@opentinker/kernels";
+// present exactly where something trains. Every tensor is a buffer of the
+// params' backend (issue 45): only the backend's ops read or write them.
+import type { Backend, F32, PackedWeight, RopeFrequencies, Weight } from "@opentinker/kernels";
 import type { ModelConfig } from "../model/config.ts";
 import type { LinearParams, LoraBindingForLayer } from "./linear.ts";
 
 export interface NormParams {
-  weight: Float32Array; // [d]
-  grad?: Float32Array; // [d]
+  weight: F32; // [d]
+  grad?: F32; // [d]
 }
 
 export interface LayerParams {
@@ -42,17 +43,19 @@ export type ModelShape = Pick<
 export interface VisionParams {
   numPatches: number;
   proj: LinearParams; // dIn = C·P·P, dOut = hidden
-  posEmbed: { value: Float32Array; grad?: Float32Array }; // [numPatches, hidden]
+  posEmbed: { value: F32; grad?: F32 }; // [numPatches, hidden]
 }
 
 export interface ModelParams {
+  /** Where every tensor below lives and what runs the model's ops. */
+  backend: Backend;
   shape: ModelShape;
   rope: RopeFrequencies;
-  embed: { table: WeightArray; grad?: Float32Array }; // [vocab, hidden]
+  embed: { table: Weight; grad?: F32 }; // [vocab, hidden]
   layers: LayerParams[];
   finalNorm: NormParams;
   /** [vocab, hidden]: lm_head, or the embedding table when tied (then grads are shared too). */
-  unembed: { weight: WeightArray; packed?: PackedWeight; grad?: Float32Array; lora?: LoraBindingForLayer };
+  unembed: { weight: Weight; packed?: PackedWeight; grad?: F32; lora?: LoraBindingForLayer };
   /** Present for a vision-language model. */
   vision?: VisionParams;
 }

@@ -10,7 +10,9 @@ import { tempDir } from "../testing/temp-dir.ts";
 import { type TinyModelOptions, writeTinyModel } from "../testing/tiny-model.ts";
 import { pack } from "../trainer/batching.ts";
 import { prepareInput } from "../vision/input.ts";
-import { forward } from "./transformer.ts";
+import { Arena } from "./arena.ts";
+import type { ModelParams } from "./params.ts";
+import { forward, type PackedBatch } from "./transformer.ts";
 
 const SEQUENCES = [
   [5, 17, 99, 3, 250, 41, 7],
@@ -21,6 +23,16 @@ function batchOf(seqs: number[][]) {
   return pack(
     seqs.map((s) => ({ tokens: Int32Array.from(s.slice(0, -1)), targets: Int32Array.from(s.slice(1)) })),
   );
+}
+
+/** The forward's logprobs, on the host (the pass's buffers released). */
+function logprobsOf(params: ModelParams, batch: PackedBatch): Float32Array {
+  const arena = new Arena(params.backend);
+  try {
+    return Float32Array.from(params.backend.download(forward(params, batch, arena).logprobs));
+  } finally {
+    arena.release();
+  }
 }
 
 async function model(options: TinyModelOptions, weightDtype: WeightDtype = "f32"): Promise<BaseModel> {
@@ -50,7 +62,7 @@ describe("the transformer forward", () => {
       `matches the float64 reference within 1e-4: ${name}, %s base weights`,
       async (dtype) => {
         const base = await model(options, dtype);
-        const { logprobs } = forward(frozenParams(base), batchOf(SEQUENCES));
+        const logprobs = logprobsOf(frozenParams(base), batchOf(SEQUENCES));
         const expected = SEQUENCES.flatMap((s) =>
           referenceLogprobs(base.config, base.weights, base.rope, s.slice(0, -1), s.slice(1)),
         );
@@ -64,20 +76,20 @@ describe("the transformer forward", () => {
 
   it("packed sequences do not see each other: each equals its own single-sequence forward", async () => {
     const base = await model({});
-    const packed = forward(frozenParams(base), batchOf(SEQUENCES)).logprobs;
-    const alone = SEQUENCES.flatMap((s) => Array.from(forward(frozenParams(base), batchOf([s])).logprobs));
+    const packed = logprobsOf(frozenParams(base), batchOf(SEQUENCES));
+    const alone = SEQUENCES.flatMap((s) => Array.from(logprobsOf(frozenParams(base), batchOf([s]))));
     packed.forEach((lp, i) => {
       expect(lp).toBeCloseTo(alone[i] as number, 5);
     });
   });
 
   it("bf16 and f16 checkpoints give the f32 model's logprobs within their precision", async () => {
-    const f32 = forward(frozenParams(await model({ dtype: "F32" })), batchOf(SEQUENCES)).logprobs;
+    const f32 = logprobsOf(frozenParams(await model({ dtype: "F32" })), batchOf(SEQUENCES));
     for (const [dtype, tolerance] of [
       ["F16", 5e-3],
       ["BF16", 5e-2],
     ] as const) {
-      const low = forward(frozenParams(await model({ dtype })), batchOf(SEQUENCES)).logprobs;
+      const low = logprobsOf(frozenParams(await model({ dtype })), batchOf(SEQUENCES));
       low.forEach((lp, i) => {
         expect(Math.abs(lp - (f32[i] as number))).toBeLessThan(tolerance);
       });
@@ -95,8 +107,8 @@ describe("the transformer forward", () => {
       seed: 1,
     });
     const batch = batchOf(SEQUENCES);
-    expect(Array.from(forward(lora.params, batch).logprobs)).toEqual(
-      Array.from(forward(frozenParams(base), batch).logprobs),
+    expect(Array.from(logprobsOf(lora.params, batch))).toEqual(
+      Array.from(logprobsOf(frozenParams(base), batch)),
     );
   });
 });
@@ -128,7 +140,7 @@ describe("the transformer forward with images", () => {
         images: input.images,
       },
     ]);
-    const { logprobs } = forward(frozenParams(base), batch);
+    const logprobs = logprobsOf(frozenParams(base), batch);
     const expected = referenceLogprobs(
       base.config,
       base.weights,
@@ -141,7 +153,7 @@ describe("the transformer forward with images", () => {
       expect(Math.abs(lp - (expected[i] as number))).toBeLessThan(1e-4);
     });
     // The image changes the outputs after it (it is not the placeholder's embedding).
-    const textOnly = forward(frozenParams(base), { ...batch, images: undefined }).logprobs;
+    const textOnly = logprobsOf(frozenParams(base), { ...batch, images: undefined });
     expect(Math.abs((textOnly.at(-1) as number) - (logprobs.at(-1) as number))).toBeGreaterThan(1e-3);
   });
 
@@ -153,7 +165,7 @@ describe("the transformer forward with images", () => {
       { tokens: input.tokens.slice(0, 3), targets: input.tokens.slice(1, 4), images: input.images },
     ]);
     expect(batch.images?.map((i) => [i.row, i.count])).toEqual([[1, 2]]);
-    const { logprobs } = forward(frozenParams(base), batch);
+    const logprobs = logprobsOf(frozenParams(base), batch);
     const tokens = Array.from(input.tokens);
     const expected = referenceLogprobs(
       base.config,

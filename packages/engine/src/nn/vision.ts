@@ -3,7 +3,8 @@
 // token embeddings at the image's positions. Backward turns the soft tokens'
 // gradients into the projection's and position embedding's (when they train):
 // dW += Σ_patches g ⊗ patch, db += Σ g, dPos[i] += g_i.
-import { addInPlace } from "@opentinker/kernels";
+import type { Backend, F32 } from "@opentinker/kernels";
+import type { Arena } from "./arena.ts";
 import { linearBackward, linearForward } from "./linear.ts";
 import type { VisionParams } from "./params.ts";
 
@@ -25,23 +26,36 @@ function eachImage(
   for (const image of images) each(vision, image, vision.proj.dOut);
 }
 
-/** The first `count` soft tokens of an image [count, hidden]. */
-export function softTokens(vision: VisionParams, patches: Float32Array, count: number): Float32Array {
-  const { dIn, dOut: H } = vision.proj;
-  const out = new Float32Array(count * H);
-  linearForward(vision.proj, patches.subarray(0, count * dIn), count, out);
-  const pos = vision.posEmbed.value;
-  addInPlace(out, pos.subarray(0, count * H));
+/** An image's first `count` patches on the device. */
+const patchesOf = (vision: VisionParams, patches: Float32Array, count: number, arena: Arena): F32 =>
+  arena.upload(patches.subarray(0, count * vision.proj.dIn), [count, vision.proj.dIn]);
+
+/** The first `count` soft tokens of an image [count, hidden], in `out` (a buffer of the arena unless given). */
+export function softTokens(
+  be: Backend,
+  vision: VisionParams,
+  patches: Float32Array,
+  count: number,
+  arena: Arena,
+  out: F32 = arena.f32(count, vision.proj.dOut),
+): F32 {
+  const H = vision.proj.dOut;
+  linearForward(be, vision.proj, patchesOf(vision, patches, count, arena), count, out);
+  be.addInPlace(out, be.view(vision.posEmbed.value, 0, [count, H]));
   return out;
 }
 
 /** Overwrites the rows of `h` [T, hidden] that images cover with their soft tokens. */
 export function embedImages(
+  be: Backend,
   vision: VisionParams | undefined,
   images: readonly BatchImage[],
-  h: Float32Array,
+  h: F32,
+  arena: Arena,
 ): void {
-  eachImage(vision, images, (v, image, H) => h.set(softTokens(v, image.patches, image.count), image.row * H));
+  eachImage(vision, images, (v, image, H) => {
+    softTokens(be, v, image.patches, image.count, arena, be.view(h, image.row * H, [image.count, H]));
+  });
 }
 
 /**
@@ -50,16 +64,19 @@ export function embedImages(
  * placeholder token's embedding gets no gradient from positions it never fed.
  */
 export function embedImagesBackward(
+  be: Backend,
   vision: VisionParams | undefined,
   images: readonly BatchImage[],
-  dh: Float32Array,
+  dh: F32,
+  arena: Arena,
 ): void {
   eachImage(vision, images, (v, image, H) => {
-    const rows = dh.subarray(image.row * H, (image.row + image.count) * H);
+    const rows = be.view(dh, image.row * H, [image.count, H]);
     if (v.proj.weightGrad || v.proj.biasGrad) {
       linearBackward(
+        be,
         v.proj,
-        image.patches.subarray(0, image.count * v.proj.dIn),
+        patchesOf(v, image.patches, image.count, arena),
         rows,
         image.count,
         null,
@@ -67,7 +84,7 @@ export function embedImagesBackward(
       );
     }
     const posGrad = v.posEmbed.grad;
-    if (posGrad) addInPlace(posGrad.subarray(0, rows.length), rows);
-    rows.fill(0);
+    if (posGrad) be.addInPlace(be.view(posGrad, 0, [image.count, H]), rows);
+    be.fill(rows, 0);
   });
 }

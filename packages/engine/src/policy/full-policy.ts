@@ -26,11 +26,12 @@ import { type TrainableTensor, trainable } from "./tensor.ts";
 export function createFullPolicy(base: BaseModel): Policy {
   const c = base.config;
   const w = base.weights;
+  const be = base.backend;
   const tensors: TrainableTensor[] = [];
   // Masters are f32 copies, widened from a bf16 base (exactly).
   const own = (name: string, shape: number[], value: WeightArray) => {
     const wide = widenWeight(value);
-    const t = trainable(name, shape, wide === value ? Float32Array.from(wide) : wide);
+    const t = trainable(be, name, shape, wide === value ? Float32Array.from(wide) : wide);
     tensors.push(t);
     return t;
   };
@@ -72,6 +73,7 @@ export function createFullPolicy(base: BaseModel): Policy {
   const finalNorm = norm(own(FINAL_NORM, [H], w.norm));
   const lmHead = c.tieWordEmbeddings ? embed : own(LM_HEAD, [c.vocabSize, H], w.lmHead);
   const params: ModelParams = {
+    backend: be,
     shape: modelShape(c),
     rope: base.rope,
     embed: { table: embed.value, grad: embed.grad },

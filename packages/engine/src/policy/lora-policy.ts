@@ -1,4 +1,4 @@
-import { createLoraTable } from "@opentinker/kernels";
+import type { Backend } from "@opentinker/kernels";
 import type { BaseModel } from "../base-model.ts";
 import type { LinearParams } from "../nn/linear.ts";
 import type { LayerParams, ModelParams } from "../nn/params.ts";
@@ -29,22 +29,37 @@ export function peftName(
  * A's standard init (PEFT's kaiming-uniform with a = √5): U(−1/√dIn, 1/√dIn);
  * B starts at zero, so a new adapter leaves the base model's outputs unchanged.
  */
-function adapterTensors(rng: Rng, nameA: string, nameB: string, rank: number, dIn: number, dOut: number) {
+function adapterTensors(
+  be: Backend,
+  rng: Rng,
+  nameA: string,
+  nameB: string,
+  rank: number,
+  dIn: number,
+  dOut: number,
+) {
   const bound = 1 / Math.sqrt(dIn);
   const a = new Float32Array(rank * dIn);
   for (let i = 0; i < a.length; i++) a[i] = rng.uniform(bound);
   return {
-    a: trainable(nameA, [rank, dIn], a),
-    b: trainable(nameB, [dOut, rank], new Float32Array(dOut * rank)),
+    a: trainable(be, nameA, [rank, dIn], a),
+    b: trainable(be, nameB, [dOut, rank], new Float32Array(dOut * rank)),
   };
 }
 
-function attach(p: LinearParams, a: TrainableTensor, b: TrainableTensor, scale: number): LinearParams {
+/** The tables reference the tensors' buffers: an optimizer step on them is what the next forward uses. */
+function attach(
+  be: Backend,
+  p: LinearParams,
+  a: TrainableTensor,
+  b: TrainableTensor,
+  scale: number,
+): LinearParams {
   return {
     ...p,
     lora: {
-      table: createLoraTable(p.dIn, p.dOut, [{ a: a.value, b: b.value, scale }]),
-      grads: createLoraTable(p.dIn, p.dOut, [{ a: a.grad, b: b.grad, scale: 1 }]),
+      table: be.createLoraTable(p.dIn, p.dOut, [{ a: a.value, b: b.value, scale }]),
+      grads: be.createLoraTable(p.dIn, p.dOut, [{ a: a.grad, b: b.grad, scale: 1 }]),
     },
   };
 }
@@ -61,6 +76,7 @@ export function createLoraPolicy(base: BaseModel, spec: LoraSpec): Policy {
   const rng = new Rng(spec.seed);
   const scale = spec.alpha / spec.rank;
   const frozen = frozenParams(base);
+  const be = frozen.backend;
   const tensors: TrainableTensor[] = [];
   const modules: string[] = [...(spec.trainAttn ? ATTN_MODULES : []), ...(spec.trainMlp ? MLP_MODULES : [])];
   const layers: LayerParams[] = frozen.layers.map((layer, l) => {
@@ -68,6 +84,7 @@ export function createLoraPolicy(base: BaseModel, spec: LoraSpec): Policy {
     for (const module of modules as (AttnModule | MlpModule)[]) {
       const p = layer[module];
       const { a, b } = adapterTensors(
+        be,
         rng,
         peftName(module, l, "A"),
         peftName(module, l, "B"),
@@ -76,7 +93,7 @@ export function createLoraPolicy(base: BaseModel, spec: LoraSpec): Policy {
         p.dOut,
       );
       tensors.push(a, b);
-      out[module] = attach(p, a, b, scale);
+      out[module] = attach(be, p, a, b, scale);
     }
     return out;
   });
@@ -84,6 +101,7 @@ export function createLoraPolicy(base: BaseModel, spec: LoraSpec): Policy {
   if (spec.trainUnembed) {
     const { hiddenSize, vocabSize } = base.config;
     const { a, b } = adapterTensors(
+      be,
       rng,
       peftName("unembed", 0, "A"),
       peftName("unembed", 0, "B"),
@@ -92,7 +110,7 @@ export function createLoraPolicy(base: BaseModel, spec: LoraSpec): Policy {
       vocabSize,
     );
     tensors.push(a, b);
-    const lora = attach(frozenLinear(unembed.weight, hiddenSize, vocabSize), a, b, scale).lora;
+    const lora = attach(be, frozenLinear(unembed.weight, hiddenSize, vocabSize), a, b, scale).lora;
     unembed = { ...unembed, lora };
   }
   const params: ModelParams = { ...frozen, layers, unembed };

@@ -30,6 +30,6 @@ export interface Policy {
 }
 
 export function zeroGrads(policy: Policy): void {
-  for (const t of policy.tensors) t.grad.fill(0);
+  for (const t of policy.tensors) policy.params.backend.fill(t.grad, 0);
   policy.hasGrad = false;
 }

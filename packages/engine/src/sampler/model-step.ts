@@ -3,8 +3,11 @@
 // one forward (a slot per row in the multi-LoRA op), each full-parameter version
 // has its own. Image positions feed soft tokens computed once per request with the
 // policy's vision weights. Also the one-policy view for computeLogprobs, through
-// the training forward so its numbers agree with the trainer's.
-import { createLoraTable, type LoraAdapterWeights, scoreRows } from "@opentinker/kernels";
+// the training forward so its numbers agree with the trainer's. Everything runs
+// on the base's backend; a step sends its rows' inputs and gets back only the
+// sampled tokens, their logprobs and the scored rows' results (never logits).
+import type { Backend, F32, LoraAdapterBuffers } from "@opentinker/kernels";
+import { Arena } from "../nn/arena.ts";
 import type { LinearParams } from "../nn/linear.ts";
 import type { ModelParams } from "../nn/params.ts";
 import { forward } from "../nn/transformer.ts";
@@ -22,11 +25,12 @@ import {
   type StepMatmul,
 } from "./paged-model.ts";
 import { BASE_KEY, type LoraEntryWeights, MODULES, type PolicyPool, type PoolEntry } from "./policy-pool.ts";
+import { type SampledToken, sampleTokens, type TokenDraw } from "./sampling.ts";
 import type { Row, ScheduledRequest } from "./scheduler.ts";
 
 /** A prompt image with its soft tokens under the request's policy. */
 export interface RequestImage extends ImageSpan {
-  soft: Float32Array; // [length, hidden]
+  soft: F32; // [length, hidden], on the device until the request's arena is released
 }
 
 /** What the step reads of a request besides its rows. */
@@ -38,47 +42,59 @@ export interface StepRequest extends ScheduledRequest {
   readonly promptTopK: number;
 }
 
-/** The soft token [hidden] fed at prompt position `p`, when an image covers it. */
-function softTokenAt(images: readonly RequestImage[], p: number): Float32Array | undefined {
-  for (const image of images) {
-    if (p < image.start || p >= image.start + image.length) continue;
-    const H = image.soft.length / image.length;
-    return image.soft.subarray((p - image.start) * H, (p - image.start + 1) * H);
-  }
+/** The image and offset of prompt position `p`, when an image covers it. */
+function imageAt(images: readonly RequestImage[], p: number): [RequestImage, number] | undefined {
+  for (const image of images)
+    if (p >= image.start && p < image.start + image.length) return [image, p - image.start];
   return undefined;
 }
 
-/** The image rows of a step and their soft tokens [m, hidden], or undefined when there are none. */
-function softTokensOf(rows: readonly Row<StepRequest>[], H: number): StepBatch["softTokens"] {
-  const soft: [number, Float32Array][] = [];
+/** The image rows of a step and their soft tokens [m, hidden] (copied on the device), or undefined when there are none. */
+function softTokensOf(
+  rows: readonly Row<StepRequest>[],
+  H: number,
+  buffers: StepBuffers,
+): StepBatch["softTokens"] {
+  const soft: [number, RequestImage, number][] = [];
   rows.forEach((r, i) => {
     const { images } = r.request;
     // Images lie within the prompt, so only prompt rows can be image positions.
-    const token =
-      r.output.kind !== "decode" && images.length > 0 ? softTokenAt(images, r.position) : undefined;
-    if (token) soft.push([i, token]);
+    const at = r.output.kind !== "decode" && images.length > 0 ? imageAt(images, r.position) : undefined;
+    if (at) soft.push([i, ...at]);
   });
   if (soft.length === 0) return undefined;
-  const values = new Float32Array(soft.length * H);
-  soft.forEach(([, token], i) => {
-    values.set(token, i * H);
+  const be = buffers.be;
+  const values = buffers.take("softValues", [soft.length, H]);
+  soft.forEach(([, image, offset], i) => {
+    be.copy(be.view(values, i * H, [H]), be.view(image.soft, offset * H, [H]));
   });
   return { rows: Int32Array.from(soft, ([row]) => row), values };
 }
 
 /**
- * Scored prompt rows from their logits [rows.length, vocab], reduced natively to
- * the next prompt token's logprob and the most likely tokens (partial selection).
+ * Scored prompt rows from their logits [rows.length, vocab], reduced on the
+ * device to the next prompt token's logprob and the most likely tokens.
  */
-function score<R extends StepRequest>(rows: Row<R>[], logits: Float32Array, vocab: number): RowScore<R>[] {
+function score<R extends StepRequest>(
+  be: Backend,
+  rows: Row<R>[],
+  logits: F32,
+  vocab: number,
+): RowScore<R>[] {
   if (rows.length === 0) return [];
   const k = Math.min(vocab, Math.max(...rows.map((r) => r.request.promptTopK)));
-  const targets = Int32Array.from(rows, (r) => r.request.prompt[r.position + 1] as number);
-  const s = scoreRows(logits, vocab, targets, k);
+  const targets = be.upload(Int32Array.from(rows, (r) => r.request.prompt[r.position + 1] as number));
+  const out = be.scoreRows(logits, vocab, targets, k);
+  const [logprobs, topIds, topLogprobs] = [
+    be.download(out.logprobs),
+    be.download(out.topIds),
+    be.download(out.topLogprobs),
+  ];
+  for (const buffer of [targets, out.logprobs, out.topIds, out.topLogprobs]) be.free(buffer);
   return rows.map((row, i) => {
     const top: [number, number][] = [];
-    for (let j = i * k; j < (i + 1) * k; j++) top.push([s.topIds[j] as number, s.topLogprobs[j] as number]);
-    return { row, logprob: s.logprobs[i] as number, top };
+    for (let j = i * k; j < (i + 1) * k; j++) top.push([topIds[j] as number, topLogprobs[j] as number]);
+    return { row, logprob: logprobs[i] as number, top };
   });
 }
 
@@ -100,32 +116,49 @@ export interface RowScore<R extends StepRequest> {
   top: [number, number][];
 }
 
-/**
- * A step's logits: [rows.length, vocab], one row per row that samples (a prompt's
- * last row or a decode row), in `rows` order; and the scores of its scored prompt rows.
- */
-export interface StepLogits<R extends StepRequest> {
-  rows: Row<R>[];
-  logits: Float32Array;
-  vocab: number;
+/** What one completion of a sampling row draws with. */
+export type Drawer = Pick<TokenDraw, "params" | "rng">;
+
+/** A row that sampled, and its draws' tokens in its drawers' order. */
+export interface SampledRow<R extends StepRequest> {
+  row: Row<R>;
+  tokens: SampledToken[];
+}
+
+/** A step's results: its sampling rows (a prompt's last row or a decode row) and its scored prompt rows. */
+export interface StepResult<R extends StepRequest> {
+  sampled: SampledRow<R>[];
   scores: RowScore<R>[];
+}
+
+/** A group's sampling rows, whose logits lie at rows [offset, offset + rows.length) of the step's logits. */
+interface GroupRows<R extends StepRequest> {
+  rows: Row<R>[];
+  offset: number;
 }
 
 export class ModelStep {
   private readonly cache: PagedKv;
-  private readonly buffers = new StepBuffers();
+  private readonly buffers: StepBuffers;
+  private readonly be: Backend;
 
   constructor(private readonly options: ModelStepOptions) {
     const { kv, baseParams } = options;
-    this.cache = new PagedKv(baseParams.shape, kv.numBlocks, kv.blockSize);
+    this.be = baseParams.backend;
+    this.buffers = new StepBuffers(this.be);
+    this.cache = new PagedKv(this.be, baseParams.shape, kv.numBlocks, kv.blockSize);
   }
 
   /**
    * Runs the rows (after the copy-on-write the scheduler asked for), one forward
-   * per model in turn, and returns the logits of the rows that want them, so the
-   * whole step is sampled at once.
+   * per model in turn, then draws every sampling row's tokens (`drawers` says
+   * which completions draw there) in one call over the step's logits.
    */
-  run<R extends StepRequest>(rows: readonly Row<R>[], copies: readonly CopyInstruction[]): StepLogits<R> {
+  run<R extends StepRequest>(
+    rows: readonly Row<R>[],
+    copies: readonly CopyInstruction[],
+    drawers: (row: Row<R>) => readonly Drawer[],
+  ): StepResult<R> {
     this.cache.copy(copies);
     const groups = new Map<string, Row<R>[]>();
     for (const row of rows) {
@@ -134,24 +167,42 @@ export class ModelStep {
       if (group) group.push(row);
       else groups.set(key, [row]);
     }
-    const vocab = this.options.baseParams.shape.vocabSize;
-    const parts = [...groups.values()].map((group) => this.runGroup(group));
-    const scores = parts.flatMap((p) => p.scores);
-    const [only] = parts;
-    if (only && parts.length === 1) return { ...only, vocab };
-    // Full-parameter policies run their own forwards: their logits join one buffer.
-    const out: Row<R>[] = parts.flatMap((p) => p.rows);
-    const logits = new Float32Array(out.length * vocab);
+    const V = this.options.baseParams.shape.vocabSize;
+    const logitRows = rows.filter((r) => r.output.kind !== "none").length;
+    // Every group's logit rows, one after another: sampling reads them all at once.
+    const logits = this.buffers.take("logits", [logitRows, V]);
     let offset = 0;
-    for (const part of parts) {
-      logits.set(part.logits, offset);
-      offset += part.logits.length;
+    const scores: RowScore<R>[] = [];
+    const parts: GroupRows<R>[] = [];
+    for (const group of groups.values()) {
+      const part = this.runGroup(group, logits, offset);
+      parts.push(part.sampled);
+      scores.push(...part.scores);
+      offset += part.used;
     }
-    return { rows: out, logits, vocab, scores };
+    const draws: TokenDraw[] = [];
+    const owners: [SampledRow<R>, number][] = [];
+    const sampled: SampledRow<R>[] = [];
+    for (const { rows: sampling, offset: at } of parts) {
+      sampling.forEach((row, i) => {
+        const out: SampledRow<R> = { row, tokens: [] };
+        sampled.push(out);
+        for (const d of drawers(row)) {
+          draws.push({ row: at + i, ...d });
+          owners.push([out, draws.length - 1]);
+        }
+      });
+    }
+    const tokens = sampleTokens(this.be, this.be.view(logits, 0, [offset, V]), V, draws);
+    for (const [out, i] of owners) out.tokens.push(tokens[i] as SampledToken);
+    return { sampled, scores };
   }
 
-  /** Soft tokens of the prompt's images under the policy's own vision weights (full-parameter ones train them). */
-  images(entry: PoolEntry, images: readonly PreparedImage[]): RequestImage[] {
+  /**
+   * Soft tokens of the prompt's images under the policy's own vision weights
+   * (full-parameter ones train them), in `arena` (the request's: released when it settles).
+   */
+  images(entry: PoolEntry, images: readonly PreparedImage[], arena: Arena): RequestImage[] {
     if (images.length === 0) return [];
     const vision = entry.kind === "full" ? entry.params?.vision : this.options.baseParams.vision;
     if (!vision) throw new Error(`policy ${entry.key} has no vision part`);
@@ -159,7 +210,7 @@ export class ModelStep {
       start: image.start,
       length: image.length,
       hash: image.hash,
-      soft: softTokens(vision, image.patches, image.length),
+      soft: softTokens(this.be, vision, image.patches, image.length, arena),
     }));
   }
 
@@ -169,13 +220,28 @@ export class ModelStep {
    */
   logprobs(entry: PoolEntry, tokens: Int32Array, images: readonly PreparedImage[]): (number | null)[] {
     const batch = pack([{ tokens: tokens.slice(0, -1), targets: tokens.slice(1), images }]);
-    const logprobs: (number | null)[] = [null, ...forward(this.singlePolicyParams(entry), batch).logprobs];
-    for (const image of images) logprobs.fill(null, image.start, image.start + image.length);
-    return logprobs;
+    const arena = new Arena(this.be);
+    try {
+      const out = forward(this.singlePolicyParams(entry), batch, arena).logprobs;
+      const logprobs: (number | null)[] = [null, ...this.be.download(out)];
+      for (const image of images) logprobs.fill(null, image.start, image.start + image.length);
+      return logprobs;
+    } finally {
+      arena.release();
+    }
   }
 
-  private runGroup<R extends StepRequest>(rows: Row<R>[]): Omit<StepLogits<R>, "vocab"> {
+  /**
+   * One model's rows: its logits go to rows [offset, offset + used) of `logits`,
+   * sampling rows first; its scored rows are reduced here.
+   */
+  private runGroup<R extends StepRequest>(
+    rows: Row<R>[],
+    logits: F32,
+    offset: number,
+  ): { sampled: GroupRows<R>; scores: RowScore<R>[]; used: number } {
     const { baseParams, pool, kv, matmul } = this.options;
+    const be = this.be;
     const entry = (rows[0] as Row<R>).request.entry;
     const full = entry.kind === "full";
     const seqIds = [...new Set(rows.map((r) => r.seqId))];
@@ -199,7 +265,8 @@ export class ModelStep {
       maxBlocksPerSeq: tables.maxBlocksPerSeq,
       logitRows: Int32Array.from(logitRows),
     };
-    const softTokens = softTokensOf(rows, baseParams.shape.hiddenSize);
+    const H = baseParams.shape.hiddenSize;
+    const softTokens = softTokensOf(rows, H, this.buffers);
     if (softTokens) batch.softTokens = softTokens;
     const params = full ? (entry.params as ModelParams) : baseParams;
     const lora = full ? null : pool.loraTables();
@@ -208,35 +275,34 @@ export class ModelStep {
     // matrix, which dominates at a few rows (per row, blocks of 27 rows of a 152K
     // vocabulary cost twice what 256 rows at once did). Its logits, at most one row
     // per row of the step, are no more than a step of decode rows holds.
-    const logits = pagedLogits(
-      params,
-      lora,
-      hidden,
-      Int32Array.from(logitRows, (i) => batch.slots[i] as number),
-      matmul,
-    );
     const V = baseParams.shape.vocabSize;
-    const split = sampled.length * V;
+    const m = logitRows.length;
+    const slots = this.buffers.input(
+      "logitSlots",
+      Int32Array.from(logitRows, (i) => batch.slots[i] as number),
+    );
+    pagedLogits(params, lora, hidden, slots, be.view(logits, offset * V, [m, V]), matmul);
+    const scoredLogits = be.view(logits, (offset + sampled.length) * V, [scored.length, V]);
     return {
-      rows: sampled.map((i) => rows[i] as Row<R>),
-      logits: logits.subarray(0, split),
+      sampled: { rows: sampled.map((i) => rows[i] as Row<R>), offset },
       scores: score(
+        be,
         scored.map((i) => rows[i] as Row<R>),
-        logits.subarray(split),
+        scoredLogits,
         V,
       ),
+      used: sampled.length,
     };
   }
-
   /** The weights of one policy as training-forward parameters. */
   private singlePolicyParams(entry: PoolEntry): ModelParams {
     const { baseParams } = this.options;
     if (entry.kind === "base") return baseParams;
     if (entry.kind === "full") return entry.params as ModelParams;
     const lora = entry.lora as LoraEntryWeights;
-    const bind = (p: LinearParams, w: LoraAdapterWeights | undefined): LinearParams => {
+    const bind = (p: LinearParams, w: LoraAdapterBuffers | undefined): LinearParams => {
       if (!w) return p;
-      const table = createLoraTable(p.dIn, p.dOut, [w]);
+      const table = this.be.createLoraTable(p.dIn, p.dOut, [w]);
       return { ...p, lora: { table, grads: table } };
     };
     const layers = baseParams.layers.map((layer, l) => {

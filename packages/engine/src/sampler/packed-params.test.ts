@@ -1,5 +1,5 @@
-import { kernelInfo, linear, linearPacked } from "@opentinker/kernels";
-import { describe, expect, it } from "vitest";
+import { kernelInfo } from "@opentinker/kernels";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { weightAs, widenWeight } from "../model/weight-dtype.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { Rng } from "../rng.ts";
@@ -18,10 +18,15 @@ const CONFIG = {
 };
 
 describe("withPackedWeights", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   it("packs every frozen f32 projection and the tied unembedding once, with the bits of the unpacked product", () => {
     const base = randomBaseModel(CONFIG, 5);
     const params = withPackedWeights(frozenParams(base));
     const again = withPackedWeights(frozenParams(base));
+    const be = params.backend;
     const rng = new Rng(2);
     for (const [l, layer] of params.layers.entries()) {
       for (const name of ["q", "k", "v", "o", "gate", "up", "down"] as const) {
@@ -29,16 +34,17 @@ describe("withPackedWeights", () => {
         expect(p.packed, `layer ${l} ${name}`).toBeDefined();
         expect(again.layers[l]?.[name].packed).toBe(p.packed); // shared, not packed twice
         const rows = 3;
-        const x = Float32Array.from({ length: rows * p.dIn }, () => rng.uniform(1));
-        const expected = new Float32Array(rows * p.dOut);
-        linear(x, p.weight, expected, rows, p.dIn, p.dOut, false, "rows");
-        const actual = new Float32Array(rows * p.dOut);
-        if (p.packed) linearPacked(x, p.packed, actual, rows);
-        expect(actual).toEqual(expected);
+        const x = be.upload(Float32Array.from({ length: rows * p.dIn }, () => rng.uniform(1)));
+        const expected = be.alloc("f32", [rows, p.dOut]);
+        be.linear(x, p.weight, expected, rows, p.dIn, p.dOut, false, "rows");
+        const actual = be.alloc("f32", [rows, p.dOut]);
+        if (p.packed) be.linearPacked(x, p.packed, actual, rows);
+        expect(be.download(actual)).toEqual(be.download(expected));
       }
     }
     expect(params.unembed.packed?.dOut).toBe(CONFIG.vocabSize);
-    expect(params.unembed.weight).toBe(base.weights.embedTokens); // tied: one matrix, one pack
+    expect(base.weights.lmHead).toBe(base.weights.embedTokens);
+    expect(params.unembed.weight).toBe(params.embed.table); // tied: one matrix, one pack
   });
 
   // On the "amx" path the tiles sum in their own order (f32 accuracy, other bits):
@@ -46,18 +52,24 @@ describe("withPackedWeights", () => {
   const amx = kernelInfo().isa === "amx";
   it(`packs bf16 weights in bf16, with ${amx ? "f32 accuracy" : "the bits"} of the f32 product over the widened weight`, () => {
     const base = randomBaseModel(CONFIG, 6);
+    const be = base.backend;
+    const packWeight = vi.spyOn(be, "packWeight");
     const q = weightAs(base.weights.layers[0]?.qProj as Float32Array, "bf16");
     const layers = base.weights.layers.map((w, l) => (l === 0 ? { ...w, qProj: q } : w));
     const params = withPackedWeights(frozenParams({ ...base, weights: { ...base.weights, layers } }));
     const p = params.layers[0]?.q;
     if (!p?.packed) throw new Error("layer 0 q is not packed");
-    expect(p.packed.panels).toBeInstanceOf(Uint16Array);
+    expect(p.weight.dtype).toBe("bf16");
+    // The pack was made from the bf16 weight itself (not a widened copy): its panels are bf16.
+    const made = packWeight.mock.results.findIndex((r) => r.value === p.packed);
+    expect(packWeight.mock.calls[made]?.[0]).toBe(p.weight);
     const rng = new Rng(3);
-    const x = Float32Array.from({ length: 2 * p.dIn }, () => rng.uniform(1));
-    const expected = new Float32Array(2 * p.dOut);
-    linear(x, widenWeight(q), expected, 2, p.dIn, p.dOut, false, "rows");
-    const actual = new Float32Array(2 * p.dOut);
-    linearPacked(x, p.packed, actual, 2);
+    const x = be.upload(Float32Array.from({ length: 2 * p.dIn }, () => rng.uniform(1)));
+    const expectedOut = be.alloc("f32", [2, p.dOut]);
+    be.linear(x, be.upload(widenWeight(q), [p.dOut, p.dIn]), expectedOut, 2, p.dIn, p.dOut, false, "rows");
+    const actualOut = be.alloc("f32", [2, p.dOut]);
+    be.linearPacked(x, p.packed, actualOut, 2);
+    const [expected, actual] = [be.download(expectedOut), be.download(actualOut)];
     if (!amx) expect(actual).toEqual(expected);
     for (const [i, value] of actual.entries()) expect(value).toBeCloseTo(expected[i] as number, 5);
   });

@@ -4,24 +4,25 @@
 // slower at batch 1) or reading it in short row runs (bf16). The packs are
 // extra memory, one more copy of each matrix in its dtype, shared by every
 // sampler over the same base in this process.
-import { type PackedWeight, packWeight, type WeightArray } from "@opentinker/kernels";
+import type { Backend, PackedWeight, Weight } from "@opentinker/kernels";
 import type { LinearParams } from "../nn/linear.ts";
 import type { LayerParams, ModelParams } from "../nn/params.ts";
 
-const packs = new WeakMap<WeightArray, PackedWeight>();
+// Keyed by the weight's buffer: the base's buffers are made once per backend (policy/frozen.ts).
+const packs = new WeakMap<Weight, PackedWeight>();
 
-function packedOf(weight: WeightArray, dOut: number, dIn: number): PackedWeight {
+function packedOf(be: Backend, weight: Weight, dOut: number, dIn: number): PackedWeight {
   let packed = packs.get(weight);
   if (!packed) {
-    packed = packWeight(weight, dOut, dIn);
+    packed = be.packWeight(weight, dOut, dIn);
     packs.set(weight, packed);
   }
   return packed;
 }
 
-function withPacked(p: LinearParams): LinearParams {
+function withPacked(be: Backend, p: LinearParams): LinearParams {
   if (p.weightGrad) return p; // a trainable weight changes: nothing to pack once
-  return { ...p, packed: packedOf(p.weight, p.dOut, p.dIn) };
+  return { ...p, packed: packedOf(be, p.weight, p.dOut, p.dIn) };
 }
 
 const LINEARS = ["q", "k", "v", "o", "gate", "up", "down"] as const;
@@ -30,10 +31,12 @@ const LINEARS = ["q", "k", "v", "o", "gate", "up", "down"] as const;
 export function withPackedWeights(params: ModelParams): ModelParams {
   const layers = params.layers.map((layer) => {
     const out: LayerParams = { ...layer };
-    for (const name of LINEARS) out[name] = withPacked(layer[name]);
+    for (const name of LINEARS) out[name] = withPacked(params.backend, layer[name]);
     return out;
   });
   const { vocabSize, hiddenSize } = params.shape;
-  const packed = params.unembed.grad ? undefined : packedOf(params.unembed.weight, vocabSize, hiddenSize);
+  const packed = params.unembed.grad
+    ? undefined
+    : packedOf(params.backend, params.unembed.weight, vocabSize, hiddenSize);
   return { ...params, layers, unembed: packed ? { ...params.unembed, packed } : params.unembed };
 }

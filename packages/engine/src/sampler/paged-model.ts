@@ -2,25 +2,7 @@
 // rows of many sequences and adapters) against the paged KV cache: the serving
 // counterpart of nn/transformer.ts. Adapter deltas go through the multi-LoRA op
 // with a slot per row (C9).
-import {
-  addBias,
-  addInPlace,
-  cacheWrite,
-  copyKvBlocks,
-  createPagedKvCache,
-  embedding,
-  gatherRowsInto,
-  type LoraTable,
-  linear,
-  linearPacked,
-  loraForward,
-  type PagedKvCache,
-  pagedAttention,
-  rmsNorm,
-  rope,
-  scatterRowsInto,
-  swiglu,
-} from "@opentinker/kernels";
+import type { Backend, DeviceBuffer, DType, F32, I32, KvCache, LoraTable } from "@opentinker/kernels";
 import type { LinearParams } from "../nn/linear.ts";
 import type { ModelParams, ModelShape } from "../nn/params.ts";
 import type { CopyInstruction } from "./kv-cache.ts";
@@ -41,21 +23,22 @@ export interface StepBatch {
   /** Image rows of prompts: their input is a soft token instead of the token's embedding. */
   softTokens?: {
     rows: Int32Array; // [m]
-    values: Float32Array; // [m, hidden]
+    values: F32; // [m, hidden], on the device
   };
 }
 
 /** The K/V of every layer, in blocks of blockSize token slots. */
 export class PagedKv {
-  readonly layers: PagedKvCache[];
+  readonly layers: KvCache[];
 
   constructor(
+    private readonly be: Backend,
     shape: ModelShape,
     readonly numBlocks: number,
     readonly blockSize: number,
   ) {
     this.layers = Array.from({ length: shape.numLayers }, () =>
-      createPagedKvCache(numBlocks, blockSize, shape.numKvHeads, shape.headDim),
+      be.createKvCache(numBlocks, blockSize, shape.numKvHeads, shape.headDim),
     );
   }
 
@@ -65,7 +48,7 @@ export class PagedKv {
 
   /** Copy-on-write: the first `tokens` slots of block `from` into block `to`, every layer. */
   copy(copies: readonly CopyInstruction[]): void {
-    copyKvBlocks(this.layers, copies);
+    if (copies.length > 0) this.be.copyBlocks(this.layers, copies);
   }
 }
 
@@ -76,16 +59,27 @@ export class PagedKv {
  * so nothing needs clearing.
  */
 export class StepBuffers {
-  private readonly arrays = new Map<string, Float32Array>();
+  private readonly buffers = new Map<string, DeviceBuffer>();
 
-  /** `length` floats for `name`: the same memory step after step, grown when a step needs more. */
-  take(name: string, length: number): Float32Array {
-    let array = this.arrays.get(name);
-    if (!array || array.length < length) {
-      array = new Float32Array(length);
-      this.arrays.set(name, array);
+  constructor(readonly be: Backend) {}
+
+  /** `shape`'s elements for `name`: the same memory step after step, grown when a step needs more. */
+  take<D extends DType = "f32">(name: string, shape: number[], dtype: D = "f32" as D): DeviceBuffer<D> {
+    const length = shape.reduce((a, b) => a * b, 1);
+    let buffer = this.buffers.get(name) as DeviceBuffer<D> | undefined;
+    if (!buffer || buffer.length < length || buffer.dtype !== dtype) {
+      if (buffer) this.be.free(buffer);
+      buffer = this.be.alloc(dtype, [Math.max(length, 1)]);
+      this.buffers.set(name, buffer);
     }
-    return array.subarray(0, length);
+    return this.be.view(buffer, 0, shape);
+  }
+
+  /** A step input on the device, in `name`'s buffer (one upload, no allocation once warm). */
+  input(name: string, data: Int32Array): I32 {
+    const buffer = this.take(name, [data.length], "i32");
+    if (data.length > 0) this.be.write(buffer, data);
+    return buffer;
   }
 }
 
@@ -98,21 +92,30 @@ export class StepBuffers {
  */
 export type StepMatmul = "rows" | "auto";
 
-function project(
-  p: LinearParams,
-  table: LoraTable | undefined,
-  x: Float32Array,
-  b: StepBatch,
-  y: Float32Array,
-  matmul: StepMatmul,
-): void {
-  if (matmul === "rows" && p.packed) linearPacked(x, p.packed, y, b.n);
-  else linear(x, p.weight, y, b.n, p.dIn, p.dOut, false, matmul);
-  if (p.bias) addBias(y, p.bias, b.n, p.dOut);
-  if (table && table.count > 0) loraForward(x, b.n, b.slots, table, y, matmul === "rows");
+/** A step batch's per-row inputs on the device. */
+interface DeviceStep {
+  n: number;
+  tokens: I32;
+  positions: I32;
+  slots: I32;
 }
 
-/** Runs the step and returns the final-norm hidden states of logitRows, [logitRows.length, hidden]. */
+function project(
+  be: Backend,
+  p: LinearParams,
+  table: LoraTable | undefined,
+  x: F32,
+  b: DeviceStep,
+  y: F32,
+  matmul: StepMatmul,
+): void {
+  if (matmul === "rows" && p.packed) be.linearPacked(x, p.packed, y, b.n);
+  else be.linear(x, p.weight, y, b.n, p.dIn, p.dOut, false, matmul);
+  if (p.bias) be.addBias(y, p.bias, b.n, p.dOut);
+  if (table && table.count > 0) be.loraForward(x, b.n, b.slots, table, y, matmul === "rows");
+}
+
+/** Runs the step and returns the final-norm hidden states of logitRows, [logitRows.length, hidden], on the device. */
 export function pagedForward(
   params: ModelParams,
   lora: PoolLoraTables | null,
@@ -120,7 +123,8 @@ export function pagedForward(
   b: StepBatch,
   matmul: StepMatmul,
   buffers: StepBuffers,
-): Float32Array {
+): F32 {
+  const be = params.backend;
   const {
     hiddenSize: H,
     intermediateSize: I,
@@ -133,72 +137,77 @@ export function pagedForward(
   const n = b.n;
   const qRow = numHeads * headDim;
   const kvRow = numKvHeads * headDim;
-  const h = buffers.take("h", n * H);
-  embedding(b.tokens, params.embed.table, h, n, V, H);
-  if (b.softTokens) {
-    scatterRowsInto(h, b.softTokens.rows, H, b.softTokens.values);
-  }
-  const xn = buffers.take("xn", n * H);
-  const q = buffers.take("q", n * qRow);
-  const k = buffers.take("k", n * kvRow);
-  const v = buffers.take("v", n * kvRow);
-  const attn = buffers.take("attn", n * qRow);
-  const tmp = buffers.take("tmp", n * H);
-  const gate = buffers.take("gate", n * I);
-  const up = buffers.take("up", n * I);
+  const step: DeviceStep = {
+    n,
+    tokens: buffers.input("tokens", b.tokens),
+    positions: buffers.input("positions", b.positions),
+    slots: buffers.input("slots", b.slots),
+  };
+  const slotMapping = buffers.input("slotMapping", b.slotMapping);
   const rows = {
-    rowSeq: b.rowSeq,
-    rowPos: b.positions,
-    blockTables: b.blockTables,
+    rowSeq: buffers.input("rowSeq", b.rowSeq),
+    rowPos: step.positions,
+    blockTables: buffers.input("blockTables", b.blockTables),
     numSeqs: b.numSeqs,
     maxBlocksPerSeq: b.maxBlocksPerSeq,
   };
+  const h = buffers.take("h", [n, H]);
+  be.embedding(step.tokens, params.embed.table, h, n, V, H);
+  if (b.softTokens) be.scatterRows(h, buffers.input("softRows", b.softTokens.rows), H, b.softTokens.values);
+  const xn = buffers.take("xn", [n, H]);
+  const q = buffers.take("q", [n, qRow]);
+  const k = buffers.take("k", [n, kvRow]);
+  const v = buffers.take("v", [n, kvRow]);
+  const attn = buffers.take("attn", [n, qRow]);
+  const tmp = buffers.take("tmp", [n, H]);
+  const gate = buffers.take("gate", [n, I]);
+  const up = buffers.take("up", [n, I]);
   params.layers.forEach((layer, l) => {
     const t = lora?.layers[l] as Record<Module, LoraTable> | undefined;
-    const cache = kv.layers[l] as PagedKvCache;
-    rmsNorm(h, layer.inputNorm.weight, xn, null, n, H, eps);
-    project(layer.q, t?.q, xn, b, q, matmul);
-    project(layer.k, t?.k, xn, b, k, matmul);
-    project(layer.v, t?.v, xn, b, v, matmul);
-    rope(q, b.positions, params.rope, n, numHeads, headDim);
-    rope(k, b.positions, params.rope, n, numKvHeads, headDim);
-    cacheWrite(cache, k, v, n, b.slotMapping);
-    pagedAttention(q, n, rows, cache, numHeads, 1 / Math.sqrt(headDim), attn);
-    project(layer.o, t?.o, attn, b, tmp, matmul);
-    addInPlace(h, tmp);
-    rmsNorm(h, layer.postAttentionNorm.weight, xn, null, n, H, eps);
-    project(layer.gate, t?.gate, xn, b, gate, matmul);
-    project(layer.up, t?.up, xn, b, up, matmul);
-    swiglu(gate, up, gate);
-    project(layer.down, t?.down, gate, b, tmp, matmul);
-    addInPlace(h, tmp);
+    const cache = kv.layers[l] as KvCache;
+    be.rmsNorm(h, layer.inputNorm.weight, xn, null, n, H, eps);
+    project(be, layer.q, t?.q, xn, step, q, matmul);
+    project(be, layer.k, t?.k, xn, step, k, matmul);
+    project(be, layer.v, t?.v, xn, step, v, matmul);
+    be.rope(q, step.positions, params.rope, n, numHeads, headDim);
+    be.rope(k, step.positions, params.rope, n, numKvHeads, headDim);
+    be.cacheWrite(cache, k, v, n, slotMapping);
+    be.pagedAttention(q, n, rows, cache, numHeads, 1 / Math.sqrt(headDim), attn);
+    project(be, layer.o, t?.o, attn, step, tmp, matmul);
+    be.addInPlace(h, tmp);
+    be.rmsNorm(h, layer.postAttentionNorm.weight, xn, null, n, H, eps);
+    project(be, layer.gate, t?.gate, xn, step, gate, matmul);
+    project(be, layer.up, t?.up, xn, step, up, matmul);
+    be.swiglu(gate, up, gate);
+    project(be, layer.down, t?.down, gate, step, tmp, matmul);
+    be.addInPlace(h, tmp);
   });
   // Only the rows that want logits go on.
   const m = b.logitRows.length;
-  const last = new Float32Array(m * H);
-  gatherRowsInto(h, b.logitRows, H, last);
-  const normed = new Float32Array(m * H);
-  rmsNorm(last, params.finalNorm.weight, normed, null, m, H, eps);
+  const last = buffers.take("last", [m, H]);
+  be.gatherRows(h, buffers.input("logitRows", b.logitRows), H, last);
+  const normed = buffers.take("normed", [m, H]);
+  be.rmsNorm(last, params.finalNorm.weight, normed, null, m, H, eps);
   return normed;
 }
 
 /**
  * Logits [m, vocab] of final hidden states [m, hidden], each row's unembedding
- * delta from its own adapter slot (-1: none).
+ * delta from its own adapter slot (-1: none), into `logits`.
  */
 export function pagedLogits(
   params: ModelParams,
   lora: PoolLoraTables | null,
-  hidden: Float32Array,
-  slots: Int32Array,
+  hidden: F32,
+  slots: I32,
+  logits: F32,
   matmul: StepMatmul = "rows",
-): Float32Array {
+): void {
+  const be = params.backend;
   const { hiddenSize: H, vocabSize: V } = params.shape;
   const m = slots.length;
-  const logits = new Float32Array(m * V);
   const { packed } = params.unembed;
-  if (matmul === "rows" && packed) linearPacked(hidden, packed, logits, m);
-  else linear(hidden, params.unembed.weight, logits, m, H, V, false, matmul);
-  if (lora?.unembed && m > 0) loraForward(hidden, m, slots, lora.unembed, logits, matmul === "rows");
-  return logits;
+  if (matmul === "rows" && packed) be.linearPacked(hidden, packed, logits, m);
+  else be.linear(hidden, params.unembed.weight, logits, m, H, V, false, matmul);
+  if (lora?.unembed && m > 0) be.loraForward(hidden, m, slots, lora.unembed, logits, matmul === "rows");
 }

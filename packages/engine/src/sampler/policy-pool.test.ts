@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { bytesPerElement } from "@opentinker/kernels";
 import { ChecksumMismatchError, LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
@@ -38,7 +39,10 @@ beforeAll(async () => {
       trainUnembed: false,
       seed: i,
     });
-    adapterBytes = policy.tensors.reduce((sum, t) => sum + t.value.byteLength, 0);
+    adapterBytes = policy.tensors.reduce(
+      (sum, t) => sum + t.value.length * bytesPerElement(t.value.dtype),
+      0,
+    );
     const stored = await store.put(`t/a${i}/1`, snapshotFiles(policy));
     handles.push((await registry.publish("t", `a${i}`, stored, 0)).handle);
   }

@@ -2,7 +2,7 @@
 // versions over one base, and full-parameter models, loaded by handle from the
 // snapshot store (checksum verified), kept within a byte budget with LRU eviction.
 // A version pinned by a running request is never evicted.
-import { createLoraTable, type LoraAdapterWeights, type LoraTable } from "@opentinker/kernels";
+import type { LoraAdapterBuffers, LoraTable } from "@opentinker/kernels";
 import type { ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
 import type { ModelParams } from "../nn/params.ts";
@@ -23,8 +23,8 @@ export const MODULES: readonly Module[] = [...ATTN_MODULES, ...MLP_MODULES];
 
 export interface LoraEntryWeights {
   /** [layer][module] → weights, or undefined when the adapter does not train it. */
-  layers: Partial<Record<Module, LoraAdapterWeights>>[];
-  unembed?: LoraAdapterWeights;
+  layers: Partial<Record<Module, LoraAdapterBuffers>>[];
+  unembed?: LoraAdapterBuffers;
 }
 
 export interface PoolEntry {
@@ -167,6 +167,7 @@ export class PolicyPool {
       if (victim) {
         this.entries.delete(victim.key);
         this.renumber();
+        this.freeLora(victim);
       } else {
         await new Promise<void>((resolve) => this.waiters.push(resolve));
       }
@@ -179,16 +180,35 @@ export class PolicyPool {
     this.tables = null;
   }
 
+  /** An evicted adapter's buffers go back to the device (a full model's are its base-sized params: left to the collector on the CPU). */
+  private freeLora(entry: PoolEntry): void {
+    const be = this.base.backend;
+    const all = [...(entry.lora?.layers ?? []).flatMap((l) => Object.values(l)), entry.lora?.unembed];
+    for (const w of all) {
+      if (!w) continue;
+      be.free(w.a);
+      be.free(w.b);
+    }
+  }
+
+  /** The adapter's matrices on the device, every pair checked before any is uploaded. */
   private loraWeights(tensors: Map<string, Float32Array>, scale: number, key: string): LoraEntryWeights {
-    const take = (module: Module | "unembed", layer: number): LoraAdapterWeights | undefined => {
+    const be = this.base.backend;
+    const pair = (module: Module | "unembed", layer: number): [Float32Array, Float32Array] | undefined => {
       const a = tensors.get(peftName(module, layer, "A"));
       const b = tensors.get(peftName(module, layer, "B"));
       if (!a && !b) return undefined;
       if (!a || !b) throw new Error(`${key}: ${peftName(module, layer, a ? "B" : "A")} is missing`);
-      return { a, b, scale };
+      return [a, b];
+    };
+    for (let l = 0; l < this.base.config.numLayers; l++) for (const m of MODULES) pair(m, l);
+    pair("unembed", 0);
+    const take = (module: Module | "unembed", layer: number): LoraAdapterBuffers | undefined => {
+      const found = pair(module, layer);
+      return found && { a: be.upload(found[0]), b: be.upload(found[1]), scale };
     };
     const layers = Array.from({ length: this.base.config.numLayers }, (_, l) => {
-      const out: Partial<Record<Module, LoraAdapterWeights>> = {};
+      const out: Partial<Record<Module, LoraAdapterBuffers>> = {};
       for (const m of MODULES) {
         const w = take(m, l);
         if (w) out[m] = w;
@@ -204,16 +224,17 @@ export class PolicyPool {
       .sort((a, b) => a.slot - b.slot);
     const params = frozenParams(this.base);
     // An adapter without a module gets a zero rank-1 stand-in, so slots line up.
-    const zero = (dIn: number, dOut: number): LoraAdapterWeights => ({
-      a: new Float32Array(dIn),
-      b: new Float32Array(dOut),
+    const be = this.base.backend;
+    const zero = (dIn: number, dOut: number): LoraAdapterBuffers => ({
+      a: be.alloc("f32", [1, dIn]),
+      b: be.alloc("f32", [dOut, 1]),
       scale: 0,
     });
     const layers = params.layers.map((layer, l) => {
       const out = {} as Record<Module, LoraTable>;
       for (const m of MODULES) {
         const p = layer[m];
-        out[m] = createLoraTable(
+        out[m] = be.createLoraTable(
           p.dIn,
           p.dOut,
           adapters.map((e) => e.lora?.layers[l]?.[m] ?? zero(p.dIn, p.dOut)),
@@ -224,7 +245,7 @@ export class PolicyPool {
     const { hiddenSize, vocabSize } = this.base.config;
     const anyUnembed = adapters.some((e) => e.lora?.unembed);
     const unembed = anyUnembed
-      ? createLoraTable(
+      ? be.createLoraTable(
           hiddenSize,
           vocabSize,
           adapters.map((e) => e.lora?.unembed ?? zero(hiddenSize, vocabSize)),

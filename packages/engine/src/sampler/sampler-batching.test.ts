@@ -11,6 +11,7 @@ import type { Policy } from "../policy/policy.ts";
 import { Rng } from "../rng.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
+import { setValues } from "../testing/tensors.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Sampler } from "./sampler.ts";
 
@@ -38,7 +39,7 @@ async function publish(
   });
   const rng = new Rng(seed);
   for (const t of policy.tensors)
-    if (t.name.includes("lora_B")) for (let i = 0; i < t.value.length; i++) t.value[i] = rng.uniform(0.4);
+    if (t.name.includes("lora_B")) setValues(policy, t.value, () => rng.uniform(0.4));
   const latest = await registry.latest("demo", name);
   const stored = await store.put(`demo/${name}/${(latest?.version ?? 0) + 1}`, snapshotFiles(policy));
   return { handle: (await registry.publish("demo", name, stored, 0)).handle, policy };

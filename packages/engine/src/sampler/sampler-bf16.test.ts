@@ -7,6 +7,7 @@ import { buildSftDatum } from "@opentinker/protocol";
 import { LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
+import { frozenParams } from "../policy/frozen.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
@@ -73,10 +74,13 @@ describe("bf16 base weights", () => {
   it("the base is held in bf16; adapters and full-parameter masters are f32", () => {
     expect(base.weights.layers[0]?.qProj).toBeInstanceOf(Uint16Array);
     expect(base.weights.lmHead).toBeInstanceOf(Uint16Array);
+    const onDevice = frozenParams(base);
+    expect(onDevice.layers[0]?.q.weight.dtype).toBe("bf16");
+    expect(onDevice.unembed.weight.dtype).toBe("bf16");
     for (const handle of [loraHandle, fullHandle]) {
       const tensors = policies.get(handle)?.tensors ?? [];
       expect(tensors.length).toBeGreaterThan(0);
-      for (const t of tensors) expect(t.value, t.name).toBeInstanceOf(Float32Array);
+      for (const t of tensors) expect(t.value.dtype, t.name).toBe("f32");
     }
   });
 

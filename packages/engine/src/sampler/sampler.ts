@@ -30,16 +30,17 @@ import {
 } from "@opentinker/protocol";
 import type { ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
+import { Arena } from "../nn/arena.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { Rng } from "../rng.ts";
 import type { SnapshotRegistry } from "../snapshots/registry.ts";
 import { KvCacheManager } from "./kv-cache.ts";
-import { ModelStep, type RowScore, type StepRequest } from "./model-step.ts";
+import { ModelStep, type RowScore, type SampledRow, type StepRequest } from "./model-step.ts";
 import { withPackedWeights } from "./packed-params.ts";
 import { PagedKv } from "./paged-model.ts";
 import { PolicyPool, type PolicySource } from "./policy-pool.ts";
 import { checkedInput, type PromptScoring, parseSampleCall } from "./sample-call.ts";
-import { type SampledToken, sampleTokens, type TokenDraw } from "./sampling.ts";
+import type { SampledToken } from "./sampling.ts";
 import { type Row, type ScheduledCompletion, Scheduler } from "./scheduler.ts";
 import { type StopCheck, stopChecker } from "./stop.ts";
 
@@ -110,6 +111,10 @@ interface Request extends StepRequest {
 
 let nextRequest = 0;
 
+/** The completions that draw at a row: a decode row's own, or every completion of a prompt's last row (they share its logits). */
+const drawers = ({ output, request }: Row<Request>): readonly Completion[] =>
+  output.kind === "decode" ? [output.completion] : output.kind === "prompt" ? request.completions : [];
+
 /**
  * Completion i of a request seeded s draws from the stream of seed s + i, so a
  * group of n samples equals n single requests seeded s, s + 1, …, s + n − 1.
@@ -177,10 +182,13 @@ export class Sampler {
       this.pool.release(entry);
       throw new AbortError("sample: aborted while its policy was loading");
     }
+    // The images' soft tokens stay on the device until the request settles.
+    const imageMemory = new Arena(this.options.base.backend);
     let images: Request["images"];
     try {
-      images = this.model.images(entry, input.images);
+      images = this.model.images(entry, input.images, imageMemory);
     } catch (error) {
+      imageMemory.release();
       this.pool.release(entry);
       throw error;
     }
@@ -218,7 +226,11 @@ export class Sampler {
       };
       // One listener per signal, however many of its requests are in flight (a job's are dozens).
       const onAbort = () => this.finish(request, new AbortError(`sample: request ${id} was aborted`));
-      request.cleanup = signal ? whenAborted(signal, onAbort) : () => {};
+      const unlisten = signal ? whenAborted(signal, onAbort) : () => {};
+      request.cleanup = () => {
+        unlisten();
+        imageMemory.release();
+      };
       this.scheduler.enqueue(request);
       this.schedule();
     });
@@ -273,9 +285,11 @@ export class Sampler {
     for (const request of plan.finished) this.settle(request);
     if (plan.preempted) this.restart(plan.preempted);
     if (plan.rows.length === 0) return plan.preempted !== undefined;
-    const { rows, logits, vocab, scores } = this.model.run(plan.rows, plan.copies);
+    const { sampled, scores } = this.model.run(plan.rows, plan.copies, (row) =>
+      drawers(row).map((c) => ({ params: row.request.params, rng: c.rng })),
+    );
     for (const score of scores) this.recordScore(score);
-    this.sampleStep(rows, logits, vocab);
+    this.advanceStep(sampled);
     this.scheduler.committed(plan.rows);
     return true;
   }
@@ -298,23 +312,13 @@ export class Sampler {
     }
   }
 
-  /**
-   * Draws every token of the step in one native call, logits [rows.length, vocab]:
-   * a decode row's completion, or each completion of a prompt's last row (they
-   * share its logits). Then, row by row, records them and checks for stops.
-   */
-  private sampleStep(rows: readonly Row<Request>[], logits: Float32Array, vocab: number): void {
-    const draws: TokenDraw[] = [];
-    const drawers = ({ output, request }: Row<Request>): readonly Completion[] =>
-      output.kind === "decode" ? [output.completion] : output.kind === "prompt" ? request.completions : [];
-    rows.forEach((row, i) => {
-      for (const c of drawers(row)) draws.push({ row: i, params: row.request.params, rng: c.rng });
-    });
-    const sampled = sampleTokens(logits, vocab, draws);
-    let next = 0;
-    for (const row of rows) {
+  /** Records each sampling row's tokens (a prompt's last row is then prefilled), row by row, checking for stops. */
+  private advanceStep(sampled: readonly SampledRow<Request>[]): void {
+    for (const { row, tokens } of sampled) {
       if (row.output.kind === "prompt") this.scheduler.prefilled(row.request);
-      for (const c of drawers(row)) this.advance(row.request, c, sampled[next++] as SampledToken);
+      drawers(row).forEach((c, i) => {
+        this.advance(row.request, c, tokens[i] as SampledToken);
+      });
     }
   }
 

@@ -1,6 +1,7 @@
 import { refSampleToken } from "@opentinker/kernels/reference";
 import { ZSamplingParams } from "@opentinker/protocol";
 import { describe, expect, it } from "vitest";
+import { defaultBackend } from "../base-model.ts";
 import { Rng } from "../rng.ts";
 import { sampleToken, sampleTokens, type TokenDraw } from "./sampling.ts";
 import { stopChecker } from "./stop.ts";
@@ -86,7 +87,8 @@ describe("sampleToken", () => {
         params: cases[i % cases.length] as (typeof cases)[number],
         rng: new Rng(seed + i),
       }));
-    const batched = sampleTokens(rows, logits.length, draws(40));
+    const be = defaultBackend();
+    const batched = sampleTokens(be, be.upload(rows, [3, logits.length]), logits.length, draws(40));
     const single = draws(40).map((d) =>
       sampleToken(rows.subarray(d.row * logits.length, (d.row + 1) * logits.length), d.params, d.rng),
     );

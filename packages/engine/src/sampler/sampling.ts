@@ -4,8 +4,9 @@
 // logprob convention of the sampler: the returned logprob is log π(token) under
 // the model's distribution at temperature 1, whatever the sampling temperature
 // and filters, so the trainer's importance ratio is exact.
-import { sampleDraws, sampleRows } from "@opentinker/kernels";
+import { type Backend, type F32, sampleDraws } from "@opentinker/kernels";
 import type { SamplingParams } from "@opentinker/protocol";
+import { defaultBackend } from "../base-model.ts";
 import type { Rng } from "../rng.ts";
 
 export interface SampledToken {
@@ -22,13 +23,15 @@ export interface TokenDraw {
 }
 
 /**
- * Samples every draw from logits [rows, vocab] in one native call. Each draw
- * takes exactly one number from its generator, whatever its parameters, so a
- * seeded completion replays the same tokens. Temperature 0 is greedy; ties break
+ * Samples every draw from logits [rows, vocab] in one call on the logits'
+ * device: only the tokens and their logprobs come back. Each draw takes exactly
+ * one number from its generator, whatever its parameters, so a seeded
+ * completion replays the same tokens. Temperature 0 is greedy; ties break
  * toward the lower token id.
  */
 export function sampleTokens(
-  logits: Float32Array,
+  be: Backend,
+  logits: F32,
   vocab: number,
   draws: readonly TokenDraw[],
 ): SampledToken[] {
@@ -41,11 +44,17 @@ export function sampleTokens(
     d.minP[i] = params.minP;
     d.uniforms[i] = rng.next();
   });
-  const out = sampleRows(logits, vocab, d);
-  return draws.map((_, i) => ({ token: out.tokens[i] as number, logprob: out.logprobs[i] as number }));
+  if (draws.length === 0) return [];
+  const out = be.sampleRows(logits, vocab, d);
+  const tokens = be.download(out.tokens);
+  const logprobs = be.download(out.logprobs);
+  be.free(out.tokens);
+  be.free(out.logprobs);
+  return draws.map((_, i) => ({ token: tokens[i] as number, logprob: logprobs[i] as number }));
 }
 
-/** Samples one token from one row of logits (sampleTokens with a single draw). */
+/** Samples one token from one row of host logits, on the CPU (sampleTokens with a single draw). */
 export function sampleToken(logits: Float32Array, params: SamplingParams, rng: Rng): SampledToken {
-  return sampleTokens(logits, logits.length, [{ row: 0, params, rng }])[0] as SampledToken;
+  const be = defaultBackend();
+  return sampleTokens(be, be.upload(logits), logits.length, [{ row: 0, params, rng }])[0] as SampledToken;
 }

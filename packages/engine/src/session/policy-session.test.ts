@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
+import { hostValues } from "../testing/tensors.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { PolicySession } from "./policy-session.ts";
 import { InMemoryPolicyRegistry } from "./registry.ts";
@@ -44,7 +45,8 @@ async function trained(session: PolicySession, steps = 1) {
   }
 }
 
-const weights = (session: PolicySession) => session.policy.tensors.map((t) => Array.from(t.value));
+const weights = (session: PolicySession) =>
+  session.policy.tensors.map((t) => Array.from(hostValues(session.policy, t.value)));
 
 describe("a policy session's snapshots and checkpoints", () => {
   it("publish publishes versions 1, 2 with their own handles and checksums", async () => {

@@ -14,6 +14,7 @@ import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
+import { hostValues, setValues } from "../testing/tensors.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "../trainer/trainer.ts";
 import { PolicySession } from "./policy-session.ts";
@@ -71,7 +72,7 @@ async function trainAway(session: PolicySession, steps = 3) {
 /** The mean KL per position a training call reports (its gradients are then dropped). */
 async function klTo(session: PolicySession, config: Partial<LossFnConfig>): Promise<number> {
   const { metrics } = await session.forwardBackward(ROLLOUT, "importance_sampling", config);
-  for (const t of session.policy.tensors) t.grad.fill(0);
+  for (const t of session.policy.tensors) session.policy.params.backend.fill(t.grad, 0);
   session.policy.hasGrad = false;
   return metrics["reference_kl:mean"] as number;
 }
@@ -111,7 +112,10 @@ describe.each(policies)("a %s policy's KL to one of its own snapshots", (_kind, 
     expect(moved).toBeGreaterThan(1e-4);
     // The same weights in another session (no cache) measure the same KL to the same snapshot.
     const other = await open(make(), "demo", shared);
-    for (const [i, t] of other.policy.tensors.entries()) t.value.set(session.policy.tensors[i]?.value ?? []);
+    for (const [i, t] of other.policy.tensors.entries()) {
+      const source = session.policy.tensors[i];
+      if (source) setValues(other.policy, t.value, hostValues(session.policy, source.value));
+    }
     expect(await klTo(other, { referenceKl: 0.5, referenceModel: handle })).toBe(moved);
   });
 });

@@ -43,7 +43,7 @@ export function snapshotFiles(policy: Policy): Map<string, Uint8Array> {
     name: t.name,
     dtype: "F32" as const,
     shape: t.shape,
-    data: t.value,
+    data: policy.params.backend.download(t.value),
   }));
   if (policy.kind === "full") {
     const config = modelConfigToJson(policy.base.config);

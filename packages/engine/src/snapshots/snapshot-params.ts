@@ -46,7 +46,7 @@ function loraSnapshotParams(base: BaseModel, snapshot: LoraSnapshot, where: stri
     const data = snapshot.tensors.get(t.name);
     if (!data || data.length !== t.value.length)
       throw new Error(`${where}: tensor ${t.name} is ${data ? "the wrong size" : "missing"}`);
-    t.value.set(data);
+    policy.params.backend.write(t.value, data);
   }
   return policy.params;
 }

@@ -1,5 +1,6 @@
 // Training state (C1): weights, AdamW moments and step, so a run resumes with
 // bit-identical next steps.
+import type { F32 } from "@opentinker/kernels";
 import { decodeSafetensors, encodeSafetensors } from "../model/index.ts";
 import { type Policy, zeroGrads } from "../policy/policy.ts";
 
@@ -7,10 +8,11 @@ export const STATE_FILE = "training_state.safetensors";
 
 /** The files of a checkpoint of `policy` (copies of its buffers). */
 export function stateFiles(policy: Policy): Map<string, Uint8Array> {
+  const be = policy.params.backend;
   const tensors = policy.tensors.flatMap((t) => [
-    { name: t.name, dtype: "F32" as const, shape: t.shape, data: t.value },
-    { name: `${t.name}::adam_m`, dtype: "F32" as const, shape: t.shape, data: t.m },
-    { name: `${t.name}::adam_v`, dtype: "F32" as const, shape: t.shape, data: t.v },
+    { name: t.name, dtype: "F32" as const, shape: t.shape, data: be.download(t.value) },
+    { name: `${t.name}::adam_m`, dtype: "F32" as const, shape: t.shape, data: be.download(t.m) },
+    { name: `${t.name}::adam_v`, dtype: "F32" as const, shape: t.shape, data: be.download(t.v) },
   ]);
   const metadata = {
     kind: policy.kind,
@@ -63,9 +65,10 @@ export function restoreState(
   if (!Number.isInteger(step) || step < 0)
     throw new Error(`${where}: the checkpoint's step "${meta.step}" is invalid`);
   const optimizer = options.optimizer ?? true;
-  const copies: [Float32Array, Float32Array][] = [];
+  const be = policy.params.backend;
+  const copies: [Float32Array, F32][] = [];
   for (const t of policy.tensors) {
-    const parts: [string, Float32Array][] = [["", t.value]];
+    const parts: [string, F32][] = [["", t.value]];
     if (optimizer) parts.push(["::adam_m", t.m], ["::adam_v", t.v]);
     for (const [suffix, target] of parts) {
       const stored = contents.tensors.get(t.name + suffix);
@@ -75,13 +78,13 @@ export function restoreState(
       copies.push([stored.data, target]);
     }
   }
-  for (const [from, to] of copies) to.set(from);
+  for (const [from, to] of copies) be.write(to, from);
   if (optimizer) policy.step = step;
   else {
     // Weights only: AdamW starts over (no moments, step 0), as a fresh optimizer would.
     for (const t of policy.tensors) {
-      t.m.fill(0);
-      t.v.fill(0);
+      be.fill(t.m, 0);
+      be.fill(t.v, 0);
     }
     policy.step = 0;
   }

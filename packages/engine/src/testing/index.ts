@@ -3,6 +3,7 @@
 export { drawPng, type PixelFn, pngImageChunk, randomImageChunk } from "./images.ts";
 export { parameterCount, QWEN25_05B_SHAPE, randomBaseModel, SMALL_10M_SHAPE } from "./random-model.ts";
 export { type ReferenceImage, referenceLogprobs, referenceLogSoftmax } from "./reference-forward.ts";
+export { hostValues, setValues } from "./tensors.ts";
 export { TINY_MODEL, type TinyModel, type TinyModelOptions, writeTinyModel } from "./tiny-model.ts";
 export {
   byteLevelBpeFiles,

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { LoraSpec, Policy } from "../policy/policy.ts";
+import { hostValues } from "../testing/tensors.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "./trainer.ts";
 
@@ -43,7 +44,7 @@ const rl = (oldLogprob: number, advantage: number): Datum =>
 function trainedState(p: Policy) {
   return {
     step: p.step,
-    tensors: p.tensors.map((t) => [Array.from(t.value), Array.from(t.m), Array.from(t.v)]),
+    tensors: p.tensors.map((t) => [t.value, t.m, t.v].map((b) => Array.from(hostValues(p, b)))),
   };
 }
 
@@ -57,7 +58,12 @@ function trainedPolicy(): { policy: Policy; trainer: Trainer } {
   return { policy, trainer };
 }
 
-const noGradients = (p: Policy) => !p.hasGrad && p.tensors.every((t) => t.grad.every((g) => g === 0));
+const noGradients = (p: Policy) =>
+  !p.hasGrad && p.tensors.every((t) => hostValues(p, t.grad).every((g) => g === 0));
+
+/** Sets the first tensor's first gradient entry. */
+const setFirstGrad = (p: Policy, g: number) =>
+  p.params.backend.write((p.tensors[0] as Policy["tensors"][number]).grad, Float32Array.of(g));
 
 describe("a non-finite loss", () => {
   const cases: [string, Datum][] = [
@@ -97,7 +103,7 @@ describe("a non-finite gradient norm", () => {
     it(`(${bad}) fails optimStep, naming it, without applying the update`, () => {
       const { policy, trainer } = trainedPolicy();
       const before = trainedState(policy);
-      (policy.tensors[0] as Policy["tensors"][number]).grad[0] = bad;
+      setFirstGrad(policy, bad);
       let error: unknown;
       try {
         trainer.optimStep({ learningRate: 1e-2 });
@@ -117,16 +123,16 @@ describe("a non-finite gradient norm", () => {
 it("a finite gradient whose square overflows float32 fails optimStep, leaving the AdamW moments finite", () => {
   const { policy, trainer } = trainedPolicy();
   const before = trainedState(policy);
-  (policy.tensors[0] as Policy["tensors"][number]).grad[0] = 1e20;
+  setFirstGrad(policy, 1e20);
   expect(() => trainer.optimStep({ learningRate: 1e-2 })).toThrow(
     /optimStep: non-finite squared gradient in float32 \(gradient norm 1\.00e\+20\) \(Infinity\)/,
   );
   expect(trainedState(policy)).toEqual(before);
   // Clipped below the limit, the same gradient is an ordinary step.
   trainer.forwardBackward([SFT], "cross_entropy");
-  (policy.tensors[0] as Policy["tensors"][number]).grad[0] = 1e20;
+  setFirstGrad(policy, 1e20);
   trainer.optimStep({ learningRate: 1e-2, gradClipNorm: 1 });
-  expect(policy.tensors.every((t) => t.v.every(Number.isFinite))).toBe(true);
+  expect(policy.tensors.every((t) => hostValues(policy, t.v).every(Number.isFinite))).toBe(true);
 });
 
 it("a learning rate past the bound is refused before anything changes", () => {

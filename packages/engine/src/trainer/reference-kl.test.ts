@@ -10,6 +10,7 @@ import { type BaseModel, loadBaseModel } from "../base-model.ts";
 import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
+import { hostValues } from "../testing/tensors.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "./trainer.ts";
 
@@ -58,15 +59,16 @@ const POSITIONS = ROLLOUTS.reduce((n, d) => n + modelInputLength(d.modelInput), 
 /** Σ over every position of KL(π_base ‖ π), from the call's own metric (gradients are cleared after). */
 function klSum(trainer: Trainer, policy: Policy): number {
   const { metrics } = trainer.forwardBackward(ROLLOUTS, "importance_sampling", { referenceKl: COEF });
-  for (const t of policy.tensors) t.grad.fill(0);
+  for (const t of policy.tensors) policy.params.backend.fill(t.grad, 0);
   return (metrics["reference_kl:mean"] as number) * POSITIONS;
 }
 
 function checkGradient(policy: Policy): void {
   const trainer = trainAway(policy);
   trainer.forwardBackward(ROLLOUTS, "importance_sampling", { referenceKl: COEF });
-  const grads = policy.tensors.map((t) => Float32Array.from(t.grad));
-  for (const t of policy.tensors) t.grad.fill(0);
+  const be = policy.params.backend;
+  const grads = policy.tensors.map((t) => hostValues(policy, t.grad));
+  for (const t of policy.tensors) be.fill(t.grad, 0);
   expect(klSum(trainer, policy)).toBeGreaterThan(1e-3);
   let checked = 0;
   policy.tensors.forEach((t, k) => {
@@ -76,13 +78,14 @@ function checkGradient(policy: Policy): void {
       if (Math.abs(v) > Math.abs(g[largest] as number)) largest = i;
     });
     if (g[largest] === 0) return;
-    const original = t.value[largest] as number;
+    const original = hostValues(policy, t.value)[largest] as number;
+    const set = (x: number) => be.write(t.value, Float32Array.of(x), largest);
     const eps = 1e-2;
-    t.value[largest] = original + eps;
+    set(original + eps);
     const up = klSum(trainer, policy);
-    t.value[largest] = original - eps;
+    set(original - eps);
     const down = klSum(trainer, policy);
-    t.value[largest] = original;
+    set(original);
     const numeric = (COEF * (up - down)) / (2 * eps);
     expect(Math.abs(numeric - (g[largest] as number)), `${t.name}[${largest}]`).toBeLessThan(
       2e-3 + 0.05 * Math.abs(numeric),
@@ -101,7 +104,8 @@ describe("referenceKl", () => {
     const trainer = new Trainer(policy);
     const { metrics } = trainer.forwardBackward(ROLLOUTS, "importance_sampling", { referenceKl: COEF });
     expect(metrics["reference_kl:mean"]).toBeCloseTo(0, 6);
-    for (const t of policy.tensors) expect(t.grad.every((g) => Math.abs(g) < 1e-6)).toBe(true);
+    for (const t of policy.tensors)
+      expect(hostValues(policy, t.grad).every((g) => Math.abs(g) < 1e-6)).toBe(true);
   });
 
   it("gives the KL's gradient on a LoRA policy (finite differences)", () => {
@@ -130,8 +134,10 @@ describe("referenceKl", () => {
     expect(off.metrics).not.toHaveProperty("reference_kl:mean");
     twinTrainer.forwardBackward(data, "importance_sampling");
     policy.tensors.forEach((t, k) => {
-      expect(t.grad.some((g) => g !== 0)).toBe(true);
-      expect(Array.from(t.grad)).toEqual(Array.from((twin.tensors[k] as typeof t).grad));
+      expect(hostValues(policy, t.grad).some((g) => g !== 0)).toBe(true);
+      expect(Array.from(hostValues(policy, t.grad))).toEqual(
+        Array.from(hostValues(twin, (twin.tensors[k] as typeof t).grad)),
+      );
     });
   });
 
@@ -146,7 +152,7 @@ describe("referenceKl", () => {
     });
     const { metrics } = trainer.forwardBackward([prompt], "importance_sampling", { referenceKl: COEF });
     expect(metrics["reference_kl:mean"]).toBeGreaterThan(1e-3);
-    expect(policy.tensors.some((t) => t.grad.some((g) => g !== 0))).toBe(true);
+    expect(policy.tensors.some((t) => hostValues(policy, t.grad).some((g) => g !== 0))).toBe(true);
   });
 
   it("refuses a negative weight, naming it", () => {

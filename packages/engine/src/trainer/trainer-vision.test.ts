@@ -16,6 +16,7 @@ import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import type { Policy } from "../policy/policy.ts";
 import { randomImageChunk } from "../testing/images.ts";
+import { hostValues } from "../testing/tensors.ts";
 import { writeTinyModel } from "../testing/tiny-model.ts";
 import { Trainer } from "./trainer.ts";
 
@@ -69,10 +70,10 @@ describe("training with images", () => {
     const policy = createFullPolicy(base);
     const vision = policy.tensors.filter((t) => VISION_NAMES.includes(t.name));
     expect(vision.map((t) => t.name)).toEqual(VISION_NAMES);
-    const before = vision.map((t) => Float32Array.from(t.value));
+    const before = vision.map((t) => hostValues(policy, t.value));
     const trainer = train(policy, DATA, 30, 1e-2);
     vision.forEach((t, i) => {
-      expect(t.value, t.name).not.toEqual(before[i]);
+      expect(hostValues(policy, t.value), t.name).not.toEqual(before[i]);
     });
     // Each picture's own answer is now far likelier than the other picture's.
     const answerLogprob = (image: ImageChunk, answer: number[]) => {
@@ -96,10 +97,19 @@ describe("training with images", () => {
       seed: 3,
     });
     expect(policy.tensors.some((t) => t.name.includes("visual"))).toBe(false);
+    const onDevice = policy.params.vision;
+    if (!onDevice) throw new Error("the LoRA policy has no vision part");
+    const deviceValues = () =>
+      [onDevice.proj.weight, onDevice.proj.bias, onDevice.posEmbed.value].map((b) =>
+        b ? policy.params.backend.download(b).slice() : undefined,
+      );
+    expect(deviceValues()).toEqual(copies);
     const first = new Trainer(policy).forward(DATA, "cross_entropy").metrics["loss:sum"] as number;
     const trainer = train(policy, DATA, 10, 1e-2);
     expect(trainer.forward(DATA, "cross_entropy").metrics["loss:sum"]).toBeLessThan(first * 0.8);
     expect([frozen.patchProj, frozen.patchBias, frozen.posEmbed]).toEqual(copies);
+    // The buffers the forward pass read (on a device, not the host arrays above) are untouched too.
+    expect(deviceValues()).toEqual(copies);
   });
 
   it("image positions carry no loss: their logprobs are reported as 0, a weight on them is an error", () => {
@@ -131,7 +141,7 @@ describe("training with images", () => {
       const out = trainer.forwardBackward([datum], lossFn);
       expect(out.metrics["tokens:sum"]).toBe(2);
       const proj = trainer.policy.tensors.find((t) => t.name === "visual.patch_proj.weight");
-      expect(proj?.grad.some((g) => g !== 0)).toBe(true);
+      expect(proj && hostValues(trainer.policy, proj.grad).some((g) => g !== 0)).toBe(true);
     }
   });
 

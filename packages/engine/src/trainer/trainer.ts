@@ -2,7 +2,6 @@
 // accumulate across calls until the optimizer step. Every input is validated
 // before any computation, so a bad call leaves weights, gradients and optimizer
 // state exactly as they were.
-import { adamwStep, gradNorm } from "@opentinker/kernels";
 import {
   type AdamParamsInput,
   type Datum,
@@ -16,9 +15,10 @@ import {
   ZLossFn,
   ZLossFnConfig,
 } from "@opentinker/protocol";
+import { Arena } from "../nn/arena.ts";
 import type { ModelParams } from "../nn/params.ts";
 import { backward, finalHidden, forward, type PackedBatch } from "../nn/transformer.ts";
-import type { ReferenceKl } from "../nn/unembed.ts";
+import { type ReferenceKl, referenceKlSum } from "../nn/unembed.ts";
 import { frozenParams } from "../policy/frozen.ts";
 import { type Policy, zeroGrads } from "../policy/policy.ts";
 import { type PreparedImage, prepareInput } from "../vision/input.ts";
@@ -87,8 +87,8 @@ export class Trainer {
     const adam = parsed.data;
     if (!this.policy.hasGrad)
       throw new Error("optimStep: no gradients were accumulated since the last optimStep");
-    const grads = this.policy.tensors.map((t) => t.grad);
-    const norm = gradNorm(grads);
+    const be = this.policy.params.backend;
+    const norm = Math.sqrt(be.sumOfSquares(this.policy.tensors.map((t) => t.grad)));
     if (!Number.isFinite(norm)) this.refuseGradient("gradient norm", norm);
     const scale = adam.gradClipNorm > 0 && norm > adam.gradClipNorm ? adam.gradClipNorm / norm : 1;
     // AdamW squares each scaled gradient in float32: past this its second moment
@@ -99,21 +99,16 @@ export class Trainer {
         Number.POSITIVE_INFINITY,
       );
     const step = this.policy.step + 1;
-    for (const t of this.policy.tensors) {
-      adamwStep(
-        t.value,
-        t.grad,
-        t.m,
-        t.v,
-        adam.learningRate,
-        adam.beta1,
-        adam.beta2,
-        adam.eps,
-        adam.weightDecay,
-        step,
-        scale,
-      );
-    }
+    const hyper = {
+      lr: adam.learningRate,
+      beta1: adam.beta1,
+      beta2: adam.beta2,
+      eps: adam.eps,
+      weightDecay: adam.weightDecay,
+      step,
+      gradScale: scale,
+    };
+    for (const t of this.policy.tensors) be.adamwStep(t.value, t.grad, t.m, t.v, hyper);
     this.policy.step = step;
     zeroGrads(this.policy);
     return {
@@ -163,7 +158,13 @@ export class Trainer {
    * position whose target is a token (prompts and observations too, not only
    * what the loss trains: the anchor then covers the contexts RL moves indirectly).
    */
-  private referenceKl(batch: PackedBatch, group: Prepared[], coef: number, params: ModelParams): ReferenceKl {
+  private referenceKl(
+    batch: PackedBatch,
+    group: Prepared[],
+    coef: number,
+    params: ModelParams,
+    arena: Arena,
+  ): { kl: ReferenceKl; positions: number } {
     const weights = new Float32Array(batch.tokens.length).fill(coef);
     group.forEach((item, i) => {
       const start = batch.seqStarts[i] as number;
@@ -171,7 +172,13 @@ export class Trainer {
         if (mark) weights[start + t] = 0;
       });
     });
-    return { params, hidden: finalHidden(params, batch), weights };
+    const kl: ReferenceKl = {
+      params,
+      hidden: finalHidden(params, batch, arena),
+      weights: arena.upload(weights),
+      perRow: arena.alloc("f64", [weights.length]),
+    };
+    return { kl, positions: weights.filter((w) => w > 0).length };
   }
 
   /** What referenceKl measures against: the weights the caller loaded for referenceModel, else the frozen base. */
@@ -209,34 +216,45 @@ export class Trainer {
     const totals = emptyTotals();
     let klSum = 0;
     let klPositions = 0;
+    const be = this.policy.params.backend;
     for (const group of groupByTokens(prepared, this.maxTokensPerPass)) {
       let nonFiniteAt: number | undefined;
       const batch = pack(group);
-      const { logprobs, tape } = forward(this.policy.params, batch);
-      const dLoss = new Float32Array(logprobs.length);
-      group.forEach((item, i) => {
-        const start = batch.seqStarts[i] as number;
-        const own = logprobs.subarray(start, start + item.tokens.length);
-        lossAndGrad(
-          lossFn.data,
-          config.data,
-          item,
-          own,
-          dLoss.subarray(start, start + item.tokens.length),
-          totals,
-        );
-        // Once non-finite the sum stays so: the first datum that made it so is the culprit.
-        if (nonFiniteAt === undefined && !Number.isFinite(totals.loss)) nonFiniteAt = item.index;
-        logprobsOut[item.index] = item.imageTargets ? withoutImageTargets(own, item.imageTargets) : own;
-      });
-      if (train) {
-        // A non-finite loss would spread NaN into every gradient it reaches: refuse the call instead.
-        if (nonFiniteAt !== undefined) this.refuseNonFiniteLoss(op, totals.loss, nonFiniteAt);
-        // backward takes dL/dlogp; the tape's memory is released when it returns.
-        const kl = klReference ? this.referenceKl(batch, group, klCoef, klReference) : undefined;
-        klSum += backward(this.policy.params, tape, dLoss, kl);
-        klPositions += kl ? kl.weights.filter((w) => w > 0).length : 0;
-        this.policy.hasGrad = true;
+      // The pass's activations live on the device until its backward is done.
+      const arena = new Arena(be);
+      try {
+        const { logprobs: onDevice, tape } = forward(this.policy.params, batch, arena);
+        // The step's output: per-token logprobs (the losses below are host arithmetic over [T]).
+        const logprobs = be.download(onDevice);
+        const dLoss = new Float32Array(logprobs.length);
+        group.forEach((item, i) => {
+          const start = batch.seqStarts[i] as number;
+          const own = logprobs.slice(start, start + item.tokens.length);
+          lossAndGrad(
+            lossFn.data,
+            config.data,
+            item,
+            own,
+            dLoss.subarray(start, start + item.tokens.length),
+            totals,
+          );
+          // Once non-finite the sum stays so: the first datum that made it so is the culprit.
+          if (nonFiniteAt === undefined && !Number.isFinite(totals.loss)) nonFiniteAt = item.index;
+          logprobsOut[item.index] = item.imageTargets ? withoutImageTargets(own, item.imageTargets) : own;
+        });
+        if (train) {
+          // A non-finite loss would spread NaN into every gradient it reaches: refuse the call instead.
+          if (nonFiniteAt !== undefined) this.refuseNonFiniteLoss(op, totals.loss, nonFiniteAt);
+          const reference = klReference && this.referenceKl(batch, group, klCoef, klReference, arena);
+          backward(this.policy.params, tape, arena.upload(dLoss), reference?.kl);
+          if (reference) {
+            klSum += referenceKlSum(be.download(reference.kl.perRow), klReference.shape.vocabSize);
+            klPositions += reference.positions;
+          }
+          this.policy.hasGrad = true;
+        }
+      } finally {
+        arena.release();
       }
     }
     const metrics = lossMetrics(lossFn.data, totals);

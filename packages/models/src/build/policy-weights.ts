@@ -7,6 +7,8 @@ export function policyWeights(config: ModelConfig, policy: Policy, copy = false)
   return assembleModelWeights(config, ({ name }) => {
     const value = byName.get(name);
     if (!value) throw new Error(`the policy has no tensor ${name}`);
-    return copy ? Float32Array.from(value) : value;
+    // The weights come off the policy's device; on the CPU a download shares memory, hence the copy when asked.
+    const host = policy.params.backend.download(value);
+    return copy ? Float32Array.from(host) : host;
   });
 }

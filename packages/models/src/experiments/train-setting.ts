@@ -169,8 +169,10 @@ function stateSha256(tc: InProcessTrainingClient): string {
   const hash = createHash("sha256");
   for (const t of tc.policy.tensors) {
     hash.update(t.name);
-    for (const array of [t.value, t.m, t.v])
+    for (const buffer of [t.value, t.m, t.v]) {
+      const array = tc.policy.params.backend.download(buffer);
       hash.update(new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+    }
   }
   return hash.digest("hex");
 }

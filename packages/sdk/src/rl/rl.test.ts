@@ -1,4 +1,5 @@
 import type { InProcessServiceClient, InProcessTrainingClient } from "@opentinker/engine";
+import { hostValues } from "@opentinker/engine/testing";
 import {
   buildSftDatum,
   lossInput,
@@ -307,7 +308,7 @@ describe("the RL loop", () => {
       rank: 2,
       seed: 5,
     })) as InProcessTrainingClient;
-    const before = tc.policy.tensors.map((t) => Array.from(t.value));
+    const before = tc.policy.tensors.map((t) => Array.from(hostValues(tc.policy, t.value)));
     const { metrics } = await evaluate(
       await sampler(tc),
       dataset(1, 2, () => new ThresholdEnv(), 4),
@@ -315,7 +316,7 @@ describe("the RL loop", () => {
     );
     expect(metrics["val/reward/mean"]).toBeGreaterThanOrEqual(0);
     expect(tc.policy.step).toBe(0);
-    expect(tc.policy.tensors.map((t) => Array.from(t.value))).toEqual(before);
+    expect(tc.policy.tensors.map((t) => Array.from(hostValues(tc.policy, t.value)))).toEqual(before);
   });
 
   it("validates before the first step (as step 0), every N steps and after the last, each with the version it measured", async () => {
@@ -432,7 +433,8 @@ describe("the RL loop", () => {
     expect(mix.records[0]?.["loss/sum"]).toBe(plain.records[0]?.["loss/sum"]);
     expect(mix.records[0]?.["mixed/loss/mean"]).toBeGreaterThan(0);
     expect(plain.records[0]?.["mixed/loss/mean"]).toBeUndefined();
-    const weights = (tc: InProcessTrainingClient) => tc.policy.tensors.map((t) => Array.from(t.value));
+    const weights = (tc: InProcessTrainingClient) =>
+      tc.policy.tensors.map((t) => Array.from(hostValues(tc.policy, t.value)));
     expect(weights(mix.tc)).not.toEqual(weights(plain.tc));
   });
 
