@@ -1,16 +1,35 @@
 import { defineConfig } from "vitest/config";
 
+/** The engine's suites that run a second time on the strict backend (packages/engine/src/testing/strict-default.ts). */
+const STRICT_SUITES = ["packages/engine/src/{nn,sampler,trainer,session,clients}/**/*.test.ts"];
+
 export default defineConfig({
   test: {
-    include: [
-      "{packages,apps}/*/src/**/*.test.ts",
-      "{packages,apps}/*/test/**/*.test.ts",
-      "{packages,apps}/*/bench/**/*.test.ts",
-      "test/**/*.test.ts",
-    ],
     exclude: ["**/node_modules/**", "**/generated/**"],
     globalSetup: ["packages/db/src/testing/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "default",
+          include: [
+            "{packages,apps}/*/src/**/*.test.ts",
+            "{packages,apps}/*/test/**/*.test.ts",
+            "{packages,apps}/*/bench/**/*.test.ts",
+            "test/**/*.test.ts",
+          ],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "strict-backend",
+          include: STRICT_SUITES,
+          setupFiles: ["packages/engine/src/testing/strict-default.ts"],
+        },
+      },
+    ],
   },
 });
