@@ -3,7 +3,7 @@
 // gradients of every trainable part. Layers are plain functions over the
 // params' backend; every activation comes from the step's arena.
 import type { Backend, F32, I32 } from "@opentinker/kernels";
-import type { Arena } from "./arena.ts";
+import { Arena } from "./arena.ts";
 import { linearBackward, linearForward } from "./linear.ts";
 import type { LayerParams, ModelParams, NormParams } from "./params.ts";
 import { type ReferenceKl, unembedBackward, unembedForward } from "./unembed.ts";
@@ -177,10 +177,21 @@ function normBackward(
   m.backend.rmsNormBackward(dXn, x, norm.weight, invRms, dx, norm.grad ?? null, T, H, rmsNormEps, accumulate);
 }
 
-/** dh is dL/d(layer output) on entry and dL/d(layer input) on return (in place). */
+/**
+ * dh is dL/d(layer output) on entry and dL/d(layer input) on return (in place).
+ * Its temporaries go back when it returns, so the next layer reuses their memory.
+ */
 function layerBackward(p: LayerParams, m: ModelParams, tape: Tape, t: LayerTape, dh: F32): void {
+  const a = new Arena(m.backend);
+  try {
+    layerBackwardIn(p, m, tape, t, dh, a);
+  } finally {
+    a.release();
+  }
+}
+
+function layerBackwardIn(p: LayerParams, m: ModelParams, tape: Tape, t: LayerTape, dh: F32, a: Arena): void {
   const be = m.backend;
-  const a = tape.arena;
   const { hiddenSize: H, intermediateSize: I, numHeads, numKvHeads, headDim } = m.shape;
   const { T, positions, seqStarts } = tape.batch;
   // MLP: out = mid + down(swiglu(gate(xn2), up(xn2)))

@@ -90,12 +90,14 @@ function score<R extends StepRequest>(
     be.download(out.topIds),
     be.download(out.topLogprobs),
   ];
-  for (const buffer of [targets, out.logprobs, out.topIds, out.topLogprobs]) be.free(buffer);
-  return rows.map((row, i) => {
+  const scores = rows.map((row, i) => {
     const top: [number, number][] = [];
     for (let j = i * k; j < (i + 1) * k; j++) top.push([topIds[j] as number, topLogprobs[j] as number]);
     return { row, logprob: logprobs[i] as number, top };
   });
+  // Read before the buffers go back: a download may share their memory.
+  for (const buffer of [targets, out.logprobs, out.topIds, out.topLogprobs]) be.free(buffer);
+  return scores;
 }
 
 export interface ModelStepOptions {

@@ -48,9 +48,11 @@ export function sampleTokens(
   const out = be.sampleRows(logits, vocab, d);
   const tokens = be.download(out.tokens);
   const logprobs = be.download(out.logprobs);
+  // Read before the buffers go back: a download may share their memory.
+  const sampled = draws.map((_, i) => ({ token: tokens[i] as number, logprob: logprobs[i] as number }));
   be.free(out.tokens);
   be.free(out.logprobs);
-  return draws.map((_, i) => ({ token: tokens[i] as number, logprob: logprobs[i] as number }));
+  return sampled;
 }
 
 /** Samples one token from one row of host logits, on the CPU (sampleTokens with a single draw). */

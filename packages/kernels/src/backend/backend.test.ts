@@ -130,6 +130,21 @@ describe("the device seam", () => {
     expect(() => cpu.fill(a, 1)).toThrow(/a cpu buffer \[2, 3\] was used after it was freed/);
   });
 
+  it("reuses the memory of a freed buffer it allocated, zeroed; never an uploaded array", () => {
+    const be = new CpuBackend();
+    const a = be.alloc("f32", [4]);
+    be.fill(a, 7);
+    const memory = be.download(a);
+    be.free(a);
+    const b = be.alloc("f32", [2, 2]);
+    expect(be.download(b)).toBe(memory);
+    expect(Array.from(be.download(b))).toEqual([0, 0, 0, 0]);
+    const mine = Float32Array.of(1, 2, 3, 4);
+    be.free(be.upload(mine));
+    expect(be.download(be.alloc("f32", [4]))).not.toBe(mine);
+    expect(Array.from(mine)).toEqual([1, 2, 3, 4]);
+  });
+
   it("views share memory: a write through a view lands in its buffer", () => {
     const be = new StrictBackend();
     const x = be.alloc("f32", [3, 2]);

@@ -64,8 +64,20 @@ function makeBuffer<D extends DType>(
   return buffer;
 }
 
+/** Bytes of freed arrays a CPU backend keeps for reuse: a step's activations, not a model. */
+const POOL_BYTES = 512 << 20;
+
 export class CpuBackend implements Backend {
   private readonly description: string;
+  /**
+   * Freed arrays it allocated itself, by dtype and length, for the next alloc of
+   * that size: a step's activations then reuse memory already mapped instead of
+   * faulting in fresh pages (a tenth of a training step). Uploaded arrays are
+   * the caller's and never pooled.
+   */
+  private readonly pool = new Map<string, HostArray[]>();
+  private readonly owned = new WeakSet<HostArray>();
+  private pooledBytes = 0;
 
   constructor(private readonly name = "cpu") {
     const cores = cpus();
@@ -102,12 +114,27 @@ export class CpuBackend implements Backend {
   }
 
   alloc<D extends DType>(dtype: D, shape: readonly number[]): DeviceBuffer<D> {
-    return makeBuffer(this.name, hostArray(dtype, elementCount(shape)), shape);
+    const length = elementCount(shape);
+    const reused = this.pool.get(`${dtype}:${length}`)?.pop() as HostArray<D> | undefined;
+    if (reused) {
+      this.pooledBytes -= reused.byteLength;
+      reused.fill(0);
+      return makeBuffer(this.name, reused, shape);
+    }
+    const data = hostArray(dtype, length);
+    this.owned.add(data);
+    return makeBuffer(this.name, data, shape);
   }
 
   free(buffer: DeviceBuffer): void {
-    this.data(buffer);
+    const data = this.data(buffer);
     arrays.delete(buffer);
+    if (!this.owned.has(data) || this.pooledBytes + data.byteLength > POOL_BYTES) return;
+    const key = `${buffer.dtype}:${data.length}`;
+    const list = this.pool.get(key);
+    if (list) list.push(data);
+    else this.pool.set(key, [data]);
+    this.pooledBytes += data.byteLength;
   }
 
   upload<A extends HostArray>(data: A, shape?: readonly number[]): DeviceBuffer<DTypeOf<A>> {
