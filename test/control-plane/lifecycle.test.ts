@@ -35,6 +35,8 @@ describe("workers", () => {
         deviceMemoryMiB: number | null;
         kvCacheMiB: number | null;
         policyPoolMiB: number | null;
+        adapterMemoryMiB: number | null;
+        placedAdapterBytes: number;
       }[]
     >(team.key, "GET", "/v1/workers");
     expect(status).toBe(200);
@@ -45,7 +47,26 @@ describe("workers", () => {
       expect(w.deviceMemoryMiB).toBeGreaterThan(0);
       expect(w.kvCacheMiB).toBeGreaterThan(0);
       expect(w.policyPoolMiB).toBeGreaterThan(0);
+      expect(w.adapterMemoryMiB).toBeGreaterThan(0);
+      expect(w.placedAdapterBytes).toBeGreaterThanOrEqual(0);
     }
+  });
+
+  it("charge each adapter its training state, from the base model's registered sizes", async () => {
+    // A team of its own: the quota test below counts this file's team's adapters.
+    const sizing = await cp.team("sizing");
+    const created = await cp.api<{ id: string }>(sizing.key, "POST", "/v1/adapters", {
+      name: "sized",
+      baseModel: BASE,
+      rank: 4,
+    });
+    expect(created.status).toBe(200);
+    const row = await cp.t.db.adapter.findUniqueOrThrow({ where: { id: created.body.id } });
+    const base = await cp.t.db.baseModel.findUniqueOrThrow({ where: { id: row.baseModelId } });
+    const perRank = (base.attnParamsPerRank ?? 0) + (base.mlpParamsPerRank ?? 0);
+    expect(perRank).toBeGreaterThan(0);
+    // f32 weights, gradient and two AdamW moments of rank-4 attention and MLP adapters.
+    expect(row.stateBytes).toBe(16 * 4 * perRank);
   });
 });
 

@@ -1,6 +1,6 @@
 import { DEFAULT_KV_CACHE_BYTES, DEFAULT_POLICY_BYTES } from "@opentinker/engine";
 import { describe, expect, it } from "vitest";
-import { samplerBudgets } from "./budgets.ts";
+import { adapterMemoryBytes, samplerBudgets } from "./budgets.ts";
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;
@@ -23,5 +23,13 @@ describe("sampler budgets", () => {
       kvCacheBytes: 4096 * MiB,
       policyBytes: 64 * MiB,
     });
+  });
+});
+
+describe("adapter memory", () => {
+  it("is half the free memory unless set, never below 64 MiB", () => {
+    expect(adapterMemoryBytes({}, 16 * GiB)).toBe(8 * GiB);
+    expect(adapterMemoryBytes({}, 0)).toBe(64 * MiB);
+    expect(adapterMemoryBytes({ WORKER_ADAPTER_MEMORY_MIB: 300 }, 16 * GiB)).toBe(300 * MiB);
   });
 });

@@ -1,7 +1,8 @@
 // Each base model's sampler budgets on this worker (issue 45): the K/V cache and
 // the loaded policy versions. Set from the env, else the engine's defaults, but
 // never more than a share of the device's free memory at start (an eighth for
-// K/V, a quarter for policies), so a small box is not overcommitted.
+// K/V, a quarter for policies), so a small box is not overcommitted. And the
+// memory its adapters' training state may take, which placement accounts for.
 import { DEFAULT_KV_CACHE_BYTES, DEFAULT_POLICY_BYTES } from "@opentinker/engine";
 
 const MIB = 2 ** 20;
@@ -27,6 +28,20 @@ export function samplerBudgets(env: BudgetSettings, freeBytes: number): SamplerB
       ? env.WORKER_POLICY_POOL_MIB * MIB
       : derived(DEFAULT_POLICY_BYTES, 1 / 4),
   };
+}
+
+/**
+ * The memory this worker gives its adapters' training state (placement sums
+ * their stateBytes within it): the env's, else half the device's free memory
+ * at start (the rest holds base models, samplers and a step's activations).
+ */
+export function adapterMemoryBytes(
+  env: { WORKER_ADAPTER_MEMORY_MIB?: number | undefined },
+  freeBytes: number,
+): number {
+  return env.WORKER_ADAPTER_MEMORY_MIB
+    ? env.WORKER_ADAPTER_MEMORY_MIB * MIB
+    : Math.max(64 * MIB, Math.floor(freeBytes / 2));
 }
 
 export const toMiB = (bytes: number) => Math.floor(bytes / MIB);

@@ -40,6 +40,13 @@ export const ZWorkerEnv = z.object({
     .positive()
     .max(1 << 20)
     .optional(),
+  /** Memory for adapters' training state, MiB: placement fits adapters within it; unset: half the free memory. */
+  WORKER_ADAPTER_MEMORY_MIB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(1 << 24)
+    .optional(),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5000),
   /** Queue jobs run at once (sampling requests batch together up to this). */
   WORKER_CONCURRENCY: z.coerce.number().int().positive().max(256).default(16),

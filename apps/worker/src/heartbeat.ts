@@ -10,6 +10,7 @@ export interface WorkerIdentity {
   deviceMemoryMiB: number | null;
   kvCacheMiB: number;
   policyPoolMiB: number;
+  adapterMemoryMiB: number;
 }
 
 export interface Heartbeat {

@@ -38,6 +38,7 @@ describe("worker process", () => {
         WORKER_CAPACITY: "3",
         WORKER_KV_CACHE_MIB: "64",
         WORKER_POLICY_POOL_MIB: "512",
+        WORKER_ADAPTER_MEMORY_MIB: "2048",
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -48,7 +49,7 @@ describe("worker process", () => {
       expect(worker.device).toBe("cpu");
       expect(worker.deviceDescription).toMatch(/\d+ cores$/);
       expect(worker.deviceMemoryMiB).toBeGreaterThan(0);
-      expect([worker.kvCacheMiB, worker.policyPoolMiB]).toEqual([64, 512]);
+      expect([worker.kvCacheMiB, worker.policyPoolMiB, worker.adapterMemoryMiB]).toEqual([64, 512, 2048]);
       expect(worker.pid).toBe(child.pid);
       const later = await waitFor(async () => {
         const row = await t.db.worker.findUniqueOrThrow({ where: { id: worker.id } });

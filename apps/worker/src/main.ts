@@ -12,7 +12,7 @@ import {
 import { selectBackend, setKernelThreads } from "@opentinker/kernels";
 import { openStore, readStoreEnv } from "@opentinker/store";
 import type { Runner, TaskList } from "graphile-worker";
-import { samplerBudgets, toMiB } from "./budgets.ts";
+import { adapterMemoryBytes, samplerBudgets, toMiB } from "./budgets.ts";
 import { EngineHost } from "./engine-host.ts";
 import { readWorkerEnv } from "./env.ts";
 import { expirySweeper } from "./expiry.ts";
@@ -87,6 +87,7 @@ async function main(): Promise<void> {
       deviceMemoryMiB: toMiB(backend.device.totalBytes),
       kvCacheMiB: toMiB(budgets.kvCacheBytes),
       policyPoolMiB: toMiB(budgets.policyBytes),
+      adapterMemoryMiB: toMiB(adapterMemoryBytes(env, backend.device.freeBytes)),
     },
     env.WORKER_HEARTBEAT_MS,
     {

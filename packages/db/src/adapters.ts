@@ -1,3 +1,4 @@
+import { adapterStateBytes } from "./adapter-size.ts";
 import { modelLimitsSelect } from "./base-models.ts";
 import type { Db, DbTx } from "./client.ts";
 import { QuotaExceededError, UnknownTeamError } from "./errors.ts";
@@ -29,11 +30,23 @@ export interface NewAdapterInput extends Omit<CreateAdapterInput, "baseModelId">
   baseModel: string;
 }
 
-export function createAdapter(db: DbTx, teamId: string, input: CreateAdapterInput) {
+const trainableSizesSelect = {
+  attnParamsPerRank: true,
+  mlpParamsPerRank: true,
+  unembedParamsPerRank: true,
+  parameters: true,
+} as const;
+
+export async function createAdapter(db: DbTx, teamId: string, input: CreateAdapterInput) {
   if (input.kind === "LORA" && (input.rank === undefined || input.rank < 1)) {
     throw new RangeError(`createAdapter: a LORA adapter needs rank >= 1 (got ${input.rank})`);
   }
-  return db.adapter.create({ data: { ...input, teamId }, select: adapterInfoSelect });
+  const sizes = await db.baseModel.findUnique({
+    where: { id: input.baseModelId },
+    select: trainableSizesSelect,
+  });
+  const stateBytes = sizes ? adapterStateBytes(sizes, input) : null;
+  return db.adapter.create({ data: { ...input, teamId, stateBytes }, select: adapterInfoSelect });
 }
 
 /**

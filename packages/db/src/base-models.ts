@@ -1,3 +1,4 @@
+import { adapterStateBytes } from "./adapter-size.ts";
 import type { DbTx } from "./client.ts";
 
 export interface BaseModelInput {
@@ -9,6 +10,11 @@ export interface BaseModelInput {
   visionLanguage?: boolean;
   /** Positions one image takes (vision-language models). */
   imageTokens?: number | null;
+  /** Trainable sizes (engine's trainableSizes): placement charges an adapter by them. */
+  attnParamsPerRank?: number | null;
+  mlpParamsPerRank?: number | null;
+  unembedParamsPerRank?: number | null;
+  parameters?: number | null;
   checksum?: string;
 }
 
@@ -21,9 +27,21 @@ export const modelLimitsSelect = {
   imageTokens: true,
 } as const;
 
-/** Base models are shared by every team; registering one again updates it. */
-export function registerBaseModel(db: DbTx, input: BaseModelInput) {
-  return db.baseModel.upsert({ where: { name: input.name }, create: input, update: input });
+/**
+ * Base models are shared by every team; registering one again updates it, and
+ * charges its adapters made before their size was known (placement by memory).
+ */
+export async function registerBaseModel(db: DbTx, input: BaseModelInput) {
+  const base = await db.baseModel.upsert({ where: { name: input.name }, create: input, update: input });
+  const unsized = await db.adapter.findMany({
+    where: { baseModelId: base.id, stateBytes: null },
+    select: { id: true, kind: true, rank: true, trainAttn: true, trainMlp: true, trainUnembed: true },
+  });
+  for (const { id, rank, ...adapter } of unsized) {
+    const stateBytes = adapterStateBytes(base, { ...adapter, rank: rank ?? undefined });
+    if (stateBytes !== null) await db.adapter.update({ where: { id }, data: { stateBytes } });
+  }
+  return base;
 }
 
 /** What the API shows of a base model (not where its files are). */

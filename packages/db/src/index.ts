@@ -1,4 +1,5 @@
 export * from "./adapter-history.ts";
+export * from "./adapter-size.ts";
 export * from "./adapters.ts";
 export * from "./api-keys.ts";
 export * from "./audit-events.ts";

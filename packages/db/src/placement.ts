@@ -4,8 +4,9 @@
 // from their last checkpoint.
 //
 // Sharing the slots (issue 44), the one statement of the rule. A worker holds
-// at most `capacity` adapters (its slots), never more: every placement counts
-// and writes under one advisory lock. The pool of an adapter is the online
+// at most `capacity` adapters (its slots), never more, and (issue 45) no more
+// training state than its adapter memory (the sum of their stateBytes): every
+// placement counts and writes under one advisory lock. The pool of an adapter is the online
 // workers with its base model loaded. The teams wanting slots there are those
 // holding one, those with a queued or running job over that base model, and
 // the team asking. A team's share is max(1, floor(pool slots / teams wanting)).
@@ -148,13 +149,62 @@ export async function placeJobAdapter(
   // A worker without the base model has no pool: the job fails there as it would have.
   const waiting = shares.slots > 0 ? waitForShare(shares, job.teamId) : null;
   if (waiting) return waiting;
-  const [worker] = await tx.$queryRaw<{ capacity: number; used: number }[]>`
-    SELECT w.capacity, (SELECT count(*) FROM "Adapter" p WHERE p."workerId" = w.id AND p.id <> ${job.adapterId})::int AS used
+  const [worker] = await tx.$queryRaw<
+    { capacity: number; used: number; memory: number | null; bytes: number; own: number }[]
+  >`
+    SELECT w.capacity, (SELECT count(*) FROM "Adapter" p WHERE p."workerId" = w.id AND p.id <> ${job.adapterId})::int AS used,
+      ${memoryOf()} AS memory, ${bytesOn(job.adapterId)} AS bytes,
+      coalesce((SELECT "stateBytes" FROM "Adapter" WHERE id = ${job.adapterId}), 0)::float8 AS own
     FROM "Worker" w WHERE w.id = ${workerId}`;
   if (!worker || worker.used >= worker.capacity)
     return { placed: false, reason: `worker ${workerId} is full`, room: { workerId } };
+  if (worker.memory !== null && worker.own > worker.memory)
+    throw new AdapterTooLargeError(
+      `adapter ${job.adapterId}'s training state needs ${mib(worker.own)} MiB, more than worker ${workerId}'s adapter memory (${mib(worker.memory)} MiB, WORKER_ADAPTER_MEMORY_MIB)`,
+    );
+  if (worker.memory !== null && worker.bytes > worker.memory)
+    return {
+      placed: false,
+      reason: `worker ${workerId}'s adapter memory (${mib(worker.memory)} MiB) is full`,
+      room: { workerId },
+    };
   await tx.adapter.update({ where: { id: job.adapterId }, data: { workerId } });
   return { placed: true };
+}
+
+/** A worker's adapter memory in bytes (null: no limit). Over alias w. */
+const memoryOf = () => Prisma.sql`(w."adapterMemoryMiB"::float8 * 1048576)`;
+
+/** The training-state bytes worker w would hold with `adapterId` placed on it (others' plus its own). */
+const bytesOn = (adapterId: string) => Prisma.sql`(
+  coalesce((SELECT sum(p."stateBytes") FROM "Adapter" p WHERE p."workerId" = w.id AND p.id <> ${adapterId}), 0)
+  + coalesce((SELECT "stateBytes" FROM "Adapter" WHERE id = ${adapterId}), 0))::float8`;
+
+const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
+
+/** An adapter too large for every worker, even emptied, as a clear error. */
+export class AdapterTooLargeError extends RangeError {
+  override name = "AdapterTooLargeError";
+}
+
+/**
+ * Why no worker took the adapter: too large for any online worker's adapter
+ * memory even when empty (an error no retry cures), else none has room now
+ * (retryable: makeRoom frees some).
+ */
+async function refuseUnplaceable(tx: DbTx, adapterId: string, stale: number): Promise<never> {
+  const [row] = await tx.$queryRaw<{ need: number | null; largest: number | null; unlimited: boolean }[]>`
+    SELECT (SELECT "stateBytes" FROM "Adapter" WHERE id = ${adapterId}) AS need,
+      max(w."adapterMemoryMiB")::float8 * 1048576 AS largest, bool_or(w."adapterMemoryMiB" IS NULL) AS unlimited
+    FROM "Worker" w WHERE w.status = 'ONLINE'
+      AND w."heartbeatAt" > now() - make_interval(secs => ${stale / 1000}::float8)`;
+  if (row?.need != null && row.largest != null && !row.unlimited && row.need > row.largest)
+    throw new AdapterTooLargeError(
+      `adapter ${adapterId}'s training state needs ${mib(row.need)} MiB, more than any online worker's adapter memory (at most ${mib(row.largest)} MiB, WORKER_ADAPTER_MEMORY_MIB): use a smaller rank, fewer modules, or a worker with more memory`,
+    );
+  throw new NoWorkerError(
+    `no online worker has a free slot and the adapter memory to hold adapter ${adapterId}; start a worker or raise WORKER_CAPACITY / WORKER_ADAPTER_MEMORY_MIB`,
+  );
 }
 
 /**
@@ -175,13 +225,11 @@ export async function placeAdapter(tx: DbTx, adapterId: string): Promise<string>
     WHERE a.id = ${adapterId} AND w.status = 'ONLINE'
       AND w."heartbeatAt" > now() - make_interval(secs => ${stale / 1000}::float8)
       AND (SELECT count(*) FROM "Adapter" p WHERE p."workerId" = w.id) < w.capacity
+      AND (${memoryOf()} IS NULL OR ${bytesOn(adapterId)} <= ${memoryOf()})
     ORDER BY (b.name = ANY(w."loadedModels")) DESC,
       (SELECT count(*) FROM "Adapter" p WHERE p."workerId" = w.id)::float8 / w.capacity ASC, w."startedAt" ASC
     LIMIT 1`;
-  if (!chosen)
-    throw new NoWorkerError(
-      `no online worker has free capacity to hold adapter ${adapterId}; start a worker or raise WORKER_CAPACITY`,
-    );
+  if (!chosen) return refuseUnplaceable(tx, adapterId, stale);
   await tx.adapter.update({ where: { id: adapterId }, data: { workerId: chosen.id } });
   return chosen.id;
 }

@@ -96,6 +96,7 @@ export const workerSelect = {
   deviceMemoryMiB: true,
   kvCacheMiB: true,
   policyPoolMiB: true,
+  adapterMemoryMiB: true,
   status: true,
   startedAt: true,
   heartbeatAt: true,

@@ -30,7 +30,7 @@ import type { Db, DbTx } from "./client.ts";
 import { tinkerCallExpiryMs } from "./env.ts";
 import { NotFoundError, postgresCause, QuotaExceededError, UnknownTeamError } from "./errors.ts";
 import { Prisma, type RequestKind } from "./generated/prisma/client.ts";
-import { NoWorkerError } from "./placement.ts";
+import { AdapterTooLargeError, NoWorkerError } from "./placement.ts";
 import { enqueueTrainingRequest, TRAINING_KINDS, type TrainingRequestKind } from "./requests.ts";
 
 /** Every call's id (and its Request's): the claim trigger recognises calls by this prefix. */
@@ -285,6 +285,7 @@ async function queueCall(db: Db, teamId: string, adapterId: string, call: DueCal
     if (error instanceof QuotaExceededError) return { refusal: { status: 429, message }, retryable: true };
     if (error instanceof NoWorkerError) return { refusal: { status: 503, message }, retryable: true };
     if (error instanceof NotFoundError) return { refusal: { status: 404, message }, retryable: false };
+    if (error instanceof AdapterTooLargeError) return { refusal: { status: 400, message }, retryable: false };
     if (error instanceof UnknownTeamError) return { refusal: { status: 401, message }, retryable: false };
     throw error;
   }

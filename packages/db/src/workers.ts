@@ -15,6 +15,8 @@ export function registerWorker(
     /** Each base model's sampler budgets. */
     kvCacheMiB?: number | null;
     policyPoolMiB?: number | null;
+    /** Memory for adapters' training state (null: placement counts slots only). */
+    adapterMemoryMiB?: number | null;
   },
 ) {
   return db.worker.create({ data: input, select: workerSelect });
@@ -43,10 +45,16 @@ export async function markWorkerOffline(db: DbTx, workerId: string): Promise<voi
 }
 
 /** The workers not written off, oldest first, with how many adapters each holds. */
-export function listWorkers(db: DbTx) {
-  return db.worker.findMany({
+/** Workers not offline, each with how many adapters it holds and the bytes their training state takes. */
+export async function listWorkers(db: DbTx) {
+  const workers = await db.worker.findMany({
     where: { status: { not: "OFFLINE" } },
     orderBy: { startedAt: "asc" },
-    select: { ...workerSelect, _count: { select: { adapters: true } } },
+    select: { ...workerSelect, adapters: { select: { stateBytes: true } } },
   });
+  return workers.map(({ adapters, ...w }) => ({
+    ...w,
+    placedAdapters: adapters.length,
+    placedAdapterBytes: adapters.reduce((sum, a) => sum + (a.stateBytes ?? 0), 0),
+  }));
 }

@@ -37,6 +37,10 @@ export const ZWorker = z.object({
   /** Each base model's sampler budgets on it, MiB: K/V cache and loaded policy versions (null: unknown). */
   kvCacheMiB: z.number().int().nullable(),
   policyPoolMiB: z.number().int().nullable(),
+  /** Memory for adapters' training state, MiB (placement fits adapters within it; null: slots only). */
+  adapterMemoryMiB: z.number().int().nullable(),
+  /** Bytes the adapters placed on it take, by their training state (those of undescribed base models count 0). */
+  placedAdapterBytes: z.number(),
   heartbeatAt: z.string(),
 });
 export type WorkerInfo = z.infer<typeof ZWorker>;

@@ -37,6 +37,15 @@ export function Workers() {
                       </dd>
                     </>
                   ) : null}
+                  {w.adapterMemoryMiB !== null ? (
+                    <>
+                      <dt>Adapters</dt>
+                      <dd>
+                        {Math.ceil(w.placedAdapterBytes / 2 ** 20)} of {w.adapterMemoryMiB} MiB of training
+                        state
+                      </dd>
+                    </>
+                  ) : null}
                   <dt>Models</dt>
                   <dd>
                     <ModelNames names={w.loadedModels} />
