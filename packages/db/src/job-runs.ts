@@ -7,7 +7,7 @@ import type { Db, DbTx } from "./client.ts";
 import type { JobErrorClass, JobStatus } from "./generated/prisma/enums.ts";
 import { finishJob, startJob } from "./job-steps.ts";
 import { queueJobRun } from "./jobs.ts";
-import { placeJobAdapter } from "./placement.ts";
+import { AdapterTooLargeError, placeJobAdapter } from "./placement.ts";
 import { METRICS_CHANNEL } from "./queue-names.ts";
 import { makeRoom } from "./requests.ts";
 
@@ -38,15 +38,15 @@ export async function claimJobRun(db: Db, jobId: string, workerId: string): Prom
     return null;
   }
   // The job holds its adapter's training state here, rebuilt from the checkpoint.
-  const placement = await db.$transaction(async (tx) => {
-    const placed = await placeJobAdapter(tx, job, workerId);
-    if (placed.placed) return placed;
-    await queueJobRun(tx, job.id, JOB_SLOT_RETRY_MS);
-    // Written only when it changed: a waiting job is claimed every few seconds.
-    await tx.$executeRaw`UPDATE "Job" SET "waitingFor" = ${placed.reason}
-      WHERE id = ${job.id} AND "waitingFor" IS DISTINCT FROM ${placed.reason}`;
-    return placed;
-  });
+  let placement: Awaited<ReturnType<typeof placeOrWait>>;
+  try {
+    placement = await placeOrWait(db, job, workerId);
+  } catch (error) {
+    // No worker could ever hold it: the job's own settings are the fault, so it fails saying why.
+    if (!(error instanceof AdapterTooLargeError)) throw error;
+    await finishJob(db, job, "FAILED", error.message, "USER");
+    return null;
+  }
   if (!placement.placed) {
     if (placement.room)
       await makeRoom(db, job.adapterId, placement.room).catch((cause: unknown) =>
@@ -56,6 +56,19 @@ export async function claimJobRun(db: Db, jobId: string, workerId: string): Prom
   }
   await startJob(db, job, workerId);
   return job;
+}
+
+/** Places the job's adapter on the worker, or queues the job's run again with the reason it waits. */
+function placeOrWait(db: Db, job: Parameters<typeof placeJobAdapter>[1] & { id: string }, workerId: string) {
+  return db.$transaction(async (tx) => {
+    const placed = await placeJobAdapter(tx, job, workerId);
+    if (placed.placed) return placed;
+    await queueJobRun(tx, job.id, JOB_SLOT_RETRY_MS);
+    // Written only when it changed: a waiting job is claimed every few seconds.
+    await tx.$executeRaw`UPDATE "Job" SET "waitingFor" = ${placed.reason}
+      WHERE id = ${job.id} AND "waitingFor" IS DISTINCT FROM ${placed.reason}`;
+    return placed;
+  });
 }
 
 /** Whether a cancel was asked for the team's job. */

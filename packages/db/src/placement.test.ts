@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdapter } from "./adapters.ts";
 import { registerBaseModel } from "./base-models.ts";
 import { makeTeamWithAdapter } from "./fixtures.test-helpers.ts";
+import { claimJobRun } from "./job-runs.ts";
 import { PgListener } from "./pg-listener.ts";
 import { AdapterTooLargeError, NoWorkerError, placeAdapter, releaseLostWorker } from "./placement.ts";
 import { METRICS_CHANNEL } from "./queue-names.ts";
@@ -119,6 +120,23 @@ describe("placement by memory", () => {
     await expect(place(full.id)).rejects.toThrow(
       /needs 16 MiB, more than any online worker's adapter memory \(at most 2 MiB/,
     );
+    // A job over it fails as the job's own fault, saying why, instead of waiting for ever.
+    const job = await t.db.job.create({
+      data: {
+        name: "too big",
+        teamId: team.id,
+        adapterId: full.id,
+        kind: "RL",
+        config: {},
+        status: "QUEUED",
+      },
+    });
+    expect(await claimJobRun(t.db, job.id, worker.id)).toBeNull();
+    expect(await t.db.job.findUniqueOrThrow({ where: { id: job.id } })).toMatchObject({
+      status: "FAILED",
+      errorClass: "USER",
+      error: expect.stringMatching(/needs 16 MiB, more than worker .*'s adapter memory \(2 MiB/),
+    });
     // One leaves: the third fits.
     await t.db.adapter.update({ where: { id: a.id }, data: { workerId: null } });
     expect(await place(c.id)).toBe(worker.id);
