@@ -85,3 +85,26 @@ export function frozenParams(base: BaseModel): ModelParams {
   if (vision) params.vision = vision;
   return params;
 }
+
+/**
+ * Gives back the buffers of params made by frozenParams for weights of their
+ * own (a full-parameter snapshot's), once nothing uses them; a base model's
+ * own params live as long as the base and are never freed this way.
+ */
+export function freeFrozenParams(params: ModelParams): void {
+  const be = params.backend;
+  const buffers = new Set<Weight>([params.embed.table, params.unembed.weight, params.finalNorm.weight]);
+  for (const layer of params.layers) {
+    buffers.add(layer.inputNorm.weight).add(layer.postAttentionNorm.weight);
+    for (const p of [layer.q, layer.k, layer.v, layer.o, layer.gate, layer.up, layer.down]) {
+      buffers.add(p.weight);
+      if (p.bias) buffers.add(p.bias);
+    }
+  }
+  const vision = params.vision;
+  if (vision) {
+    buffers.add(vision.proj.weight).add(vision.posEmbed.value);
+    if (vision.proj.bias) buffers.add(vision.proj.bias);
+  }
+  for (const buffer of buffers) be.free(buffer);
+}

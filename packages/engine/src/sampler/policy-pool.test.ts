@@ -5,6 +5,8 @@ import { bytesPerElement } from "@opentinker/kernels";
 import { ChecksumMismatchError, LocalStore } from "@opentinker/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BaseModel, loadBaseModel } from "../base-model.ts";
+import { frozenParams } from "../policy/frozen.ts";
+import { createFullPolicy } from "../policy/full-policy.ts";
 import { createLoraPolicy } from "../policy/lora-policy.ts";
 import { snapshotFiles } from "../snapshots/peft.ts";
 import { InMemorySnapshotRegistry } from "../snapshots/registry.ts";
@@ -61,6 +63,28 @@ describe("the policy pool", () => {
       pool.has(handles[2] as string),
     ]).toEqual([true, false, true]);
     expect(pool.loadedBytes).toBeLessThanOrEqual(adapterBytes * 2);
+  });
+
+  it("gives an evicted version's buffers back to the device: a LoRA adapter's and a full model's", async () => {
+    const full = createFullPolicy(base);
+    const stored = await store.put("t/full/1", snapshotFiles(full));
+    const fullHandle = (await registry.publish("t", "full", stored, 0)).handle;
+    const fullBytes = full.tensors.reduce((sum, t) => sum + t.value.length * 4, 0);
+    const pool = new PolicyPool(base, store, registry, fullBytes);
+    const lora = await pool.acquire(handles[0] as string);
+    pool.release(lora);
+    const model = await pool.acquire(fullHandle);
+    pool.release(model);
+    expect(pool.has(handles[0] as string)).toBe(false);
+    const a = lora.lora?.layers[0]?.q?.a;
+    if (!a) throw new Error("the adapter has no q_proj A");
+    expect(() => base.backend.download(a)).toThrow(/used after it was freed/);
+    pool.release(await pool.acquire(handles[1] as string));
+    const table = model.params?.embed.table;
+    if (!table) throw new Error("the full model has no embedding");
+    expect(() => base.backend.download(table)).toThrow(/used after it was freed/);
+    // The base's own weights are untouched.
+    expect(base.backend.download(frozenParams(base).embed.table).length).toBeGreaterThan(0);
   });
 
   it("never evicts a version in use: a load waits until one is released", async () => {

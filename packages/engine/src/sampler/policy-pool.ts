@@ -6,7 +6,7 @@ import type { LoraAdapterBuffers, LoraTable } from "@opentinker/kernels";
 import type { ObjectStore } from "@opentinker/store";
 import type { BaseModel } from "../base-model.ts";
 import type { ModelParams } from "../nn/params.ts";
-import { frozenParams } from "../policy/frozen.ts";
+import { freeFrozenParams, frozenParams } from "../policy/frozen.ts";
 import {
   ATTN_MODULES,
   type AttnModule,
@@ -167,7 +167,7 @@ export class PolicyPool {
       if (victim) {
         this.entries.delete(victim.key);
         this.renumber();
-        this.freeLora(victim);
+        this.freeEntry(victim);
       } else {
         await new Promise<void>((resolve) => this.waiters.push(resolve));
       }
@@ -180,8 +180,9 @@ export class PolicyPool {
     this.tables = null;
   }
 
-  /** An evicted adapter's buffers go back to the device (a full model's are its base-sized params: left to the collector on the CPU). */
-  private freeLora(entry: PoolEntry): void {
+  /** An evicted version's buffers go back to the device: a LoRA adapter's matrices, a full model's weights. */
+  private freeEntry(entry: PoolEntry): void {
+    if (entry.params) freeFrozenParams(entry.params);
     const be = this.base.backend;
     const all = [...(entry.lora?.layers ?? []).flatMap((l) => Object.values(l)), entry.lora?.unembed];
     for (const w of all) {
