@@ -46,7 +46,7 @@ function step(what: string, command: string, args: string[], install: string) {
 const forcedIsa = readKernelsEnv().OPENTINKER_KERNELS_ISA;
 
 describe.skipIf(forcedIsa !== undefined)("CUDA kernels without a GPU (packages/kernels/cuda)", () => {
-  it("builds the CPU execution and passes its C++ tests in every checking mode", () => {
+  it("builds the CPU execution and passes its C++ tests in every checking mode (and the cuBLASLt loader's, against the fake library)", () => {
     const install = "install cmake, g++ and Debian's libboost-context-dev (.ci/run installs the last in CI)";
     step(
       "cmake configure",
@@ -64,6 +64,9 @@ describe.skipIf(forcedIsa !== undefined)("CUDA kernels without a GPU (packages/k
       "race_check_catches_racy_kernels",
       "nan_fill_exposes_uninitialised_shared_reads",
       "rmsnorm_matches_reference_in_every_mode",
+      "blaslt_reports_a_missing_symbol",
+      "blaslt_gemm_row_major_mapping_by_value",
+      "blaslt_gemm_destroys_everything_when_any_call_fails",
     ]) {
       expect(output).toContain(`ok   ${name}`);
     }
