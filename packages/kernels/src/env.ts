@@ -14,6 +14,11 @@ export interface KernelsEnv {
   /** A specific native build to load (e.g. build-noblas/…), relative to the package. */
   OPENTINKER_KERNELS_ADDON?: string;
   /**
+   * The CUDA addon to load instead of build-cuda/opentinker_kernels_cuda.node,
+   * relative to the package; "none" loads none (the CPU only).
+   */
+  OPENTINKER_KERNELS_CUDA_ADDON?: string;
+  /**
    * Forces the kernels' instruction set (default: the best the CPU has), e.g. to
    * test the AVX2 path on an AVX-512 machine. "amx" is "avx512" plus Intel's AMX
    * tiles for products over packed bf16 weights.
@@ -51,6 +56,8 @@ export function readKernelsEnv(
   const env: KernelsEnv = {};
   const addon = source.OPENTINKER_KERNELS_ADDON;
   if (addon) env.OPENTINKER_KERNELS_ADDON = addon;
+  const cudaAddon = source.OPENTINKER_KERNELS_CUDA_ADDON;
+  if (cudaAddon) env.OPENTINKER_KERNELS_CUDA_ADDON = cudaAddon;
   const isa = source.OPENTINKER_KERNELS_ISA;
   if (isa) {
     if (!isKernelsIsa(isa)) {

@@ -4,6 +4,13 @@ import { loadNative } from "./loader.ts";
 import type { AddonInfo } from "./native.ts";
 
 export {
+  type CudaAddon,
+  type CudaAddonLoad,
+  type CudaDevice,
+  type CudaProbe,
+  loadCudaAddon,
+} from "./cuda-addon.ts";
+export {
   readKernelsEnv,
   WEIGHT_DTYPE_CHOICES,
   WEIGHT_DTYPES,

@@ -9,8 +9,8 @@ const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 const require = createRequire(import.meta.url);
 
 /**
- * Candidate builds, best first. A CUDA build (a later backend) would come first
- * when built and a device is present; today the CPU build is the only one.
+ * Candidate builds, best first; today the CPU build is the only one (the CUDA
+ * addon is a separate build with its own loader: cuda-addon.ts).
  * OPENTINKER_KERNELS_ADDON names a specific build (e.g. build-noblas/…) instead.
  */
 function candidates(env: KernelsEnv): string[] {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { type CudaAddonLoad, type CudaDevice, type CudaProbe, probeReason } from "../cuda-addon.ts";
 import { embedding, rmsNorm } from "../ops/elementwise.ts";
 import { linear } from "../ops/gemm.ts";
 import { createLoraTable, loraForward } from "../ops/lora.ts";
@@ -209,11 +210,77 @@ describe("choosing a device", () => {
   });
 
   it("auto falls back to the CPU saying why in one line; cuda:N is refused until the CUDA backend lands", () => {
+    // This machine's own CUDA addon, whatever it finds (src/cuda-addon.test.ts checks the no-driver case).
     const auto = selectBackend("auto");
     expect(auto.backend.device.kind).toBe("cpu");
     expect(auto.fallback).toMatch(/^device auto: .*using the CPU$/);
     expect(auto.fallback).not.toContain("\n");
     expect(selectBackend("cpu").fallback).toBeNull();
-    expect(() => selectBackend("cuda:0")).toThrow(/WORKER_DEVICE=cuda:0: this build has no CUDA backend yet/);
+    expect(() => selectBackend("cuda:0")).toThrow(
+      /^WORKER_DEVICE=cuda:0: (no usable CUDA device 0 \(.+\)|this build has no CUDA backend yet .*); use auto or cpu$/,
+    );
+  });
+
+  const probe = (devices: CudaDevice[], code = 0, error: string | null = null): CudaProbe => ({
+    ok: devices.length > 0,
+    code,
+    error,
+    runtimeVersion: 13000,
+    driverVersion: devices.length > 0 ? 13000 : 0,
+    devices,
+  });
+  const addon = { probe: () => probe([]), kernels: [] };
+
+  it("without a usable CUDA device, auto says the probe's reason and cuda:N is refused with it", () => {
+    const noDriver = probe(
+      [],
+      35,
+      "cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version",
+    );
+    const cuda: CudaAddonLoad = {
+      ok: false,
+      reason: probeReason(noDriver),
+      addon,
+      probe: noDriver,
+      file: "x.node",
+    };
+    expect(selectBackend("auto", cuda).fallback).toBe(
+      "device auto: no usable CUDA device (CUDA: cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version); using the CPU",
+    );
+    expect(() => selectBackend("cuda:1", cuda)).toThrow(
+      "WORKER_DEVICE=cuda:1: no usable CUDA device 1 (CUDA: cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version); use auto or cpu",
+    );
+    const absent: CudaAddonLoad = {
+      ok: false,
+      reason: "this build has no CUDA addon (nvcc was not found at install)",
+      addon: null,
+      probe: null,
+      file: null,
+    };
+    expect(selectBackend("auto", absent).fallback).toBe(
+      "device auto: no usable CUDA device (this build has no CUDA addon (nvcc was not found at install)); using the CPU",
+    );
+  });
+
+  it("with a GPU, auto still takes the CPU until GPU workers, and cuda:N names the devices there are", () => {
+    const h100 = {
+      index: 0,
+      name: "NVIDIA H100 80GB HBM3",
+      totalBytes: 85_029_158_912,
+      computeCapability: "9.0",
+    };
+    const found = probe([h100]);
+    const cuda: CudaAddonLoad = { ok: true, addon, probe: found, file: "x.node" };
+    const auto = selectBackend("auto", cuda);
+    expect(auto.backend.device.kind).toBe("cpu");
+    expect(auto.fallback).toBe(
+      "device auto: cuda:0 is NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB), but this build has no CUDA backend yet (it arrives with GPU workers); using the CPU",
+    );
+    expect(() => selectBackend("cuda:0", cuda)).toThrow(
+      "WORKER_DEVICE=cuda:0: this build has no CUDA backend yet (it arrives with GPU workers); use auto or cpu",
+    );
+    expect(() => selectBackend("cuda:2", cuda)).toThrow(
+      "WORKER_DEVICE=cuda:2: no CUDA device 2 here (this machine has 1: cuda:0); use auto or cpu",
+    );
   });
 });
