@@ -5,7 +5,7 @@
 // line; the worker's device choice falls back, or refuses, with that line. The
 // build script skips in one line, exit 0, where there is no nvcc.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,7 +60,14 @@ describe.skipIf(forcedIsa !== undefined)("the CUDA addon (build-cuda/opentinker_
       expect(run.stderr).toBe("");
       expect(run.status).toBe(0);
       const { probe, kernels } = JSON.parse(run.stdout);
-      expect(kernels).toEqual(["rmsnorm_f32"]);
+      // Every launcher kernels/launchers.h declares is linked in and listed.
+      const declared = [
+        ...readFileSync(path.join(PACKAGE_DIR, "cuda", "kernels", "launchers.h"), "utf8").matchAll(
+          /cudaError_t ot_cuda_(\w+)\(/g,
+        ),
+      ].map((match) => match[1]);
+      expect(declared.length).toBeGreaterThan(1);
+      expect([...kernels].sort()).toEqual(declared.sort());
       expect(probe.ok).toBe(false);
       expect([35, 100]).toContain(probe.code);
       expect(probe.error).toMatch(NO_DRIVER);

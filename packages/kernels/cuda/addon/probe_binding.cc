@@ -15,8 +15,7 @@
 
 // The launchers compiled from kernels/*.cu (referenced below, so a link that
 // lost them fails here rather than at the first op).
-extern "C" cudaError_t ot_cuda_rmsnorm_f32(const float* x, const float* w, float* y, int rows, int cols, float eps,
-                                           cudaStream_t stream);
+#include "../kernels/launchers.h"
 
 namespace {
 
@@ -27,6 +26,18 @@ struct Launcher {
 };
 const Launcher kLaunchers[] = {
     {"rmsnorm_f32", reinterpret_cast<const void*>(&ot_cuda_rmsnorm_f32)},
+    {"rmsnorm_backward_f32", reinterpret_cast<const void*>(&ot_cuda_rmsnorm_backward_f32)},
+    {"rope_forward_f32", reinterpret_cast<const void*>(&ot_cuda_rope_forward_f32)},
+    {"rope_backward_f32", reinterpret_cast<const void*>(&ot_cuda_rope_backward_f32)},
+    {"swiglu_forward_f32", reinterpret_cast<const void*>(&ot_cuda_swiglu_forward_f32)},
+    {"swiglu_backward_f32", reinterpret_cast<const void*>(&ot_cuda_swiglu_backward_f32)},
+    {"embedding_forward_f32", reinterpret_cast<const void*>(&ot_cuda_embedding_forward_f32)},
+    {"embedding_backward_f32", reinterpret_cast<const void*>(&ot_cuda_embedding_backward_f32)},
+    {"adamw_step_f32", reinterpret_cast<const void*>(&ot_cuda_adamw_step_f32)},
+    {"sum_of_squares_f32", reinterpret_cast<const void*>(&ot_cuda_sum_of_squares_f32)},
+    {"gemm_bf16_xwt", reinterpret_cast<const void*>(&ot_cuda_gemm_bf16_xwt)},
+    {"lora_forward_f32", reinterpret_cast<const void*>(&ot_cuda_lora_forward_f32)},
+    {"lora_backward_f32", reinterpret_cast<const void*>(&ot_cuda_lora_backward_f32)},
 };
 
 // "cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version"

@@ -113,6 +113,8 @@ const char* op_name(detail::WarpOp op) {
       return "any_sync";
     case detail::WarpOp::All:
       return "all_sync";
+    case detail::WarpOp::Mma:
+      return "mma_m16n8k16_bf16_f32";
   }
   return "?";
 }
@@ -192,7 +194,36 @@ struct WarpSlot {
   unsigned bytes = 0, first_tid = 0;
   std::array<std::uint64_t, kWarpSize> val{}, result{};
   std::array<std::uint32_t, kWarpSize> b{}, c{}, mask{};
+  // mma_exchange: each lane's A (4 b32), B (2 b32) and C (4 f32) registers,
+  // and its D registers once the warp has completed.
+  std::array<std::array<std::uint32_t, 6>, kWarpSize> mma_ab{};
+  std::array<std::array<float, 4>, kWarpSize> mma_c{}, mma_d{};
 };
+
+// The fragment layout of mma.m16n8k16 with .bf16 A/B and .f32 C/D (PTX ISA,
+// "Matrix Fragments for mma.m16n8k16 with floating point type", in the
+// mma section of "Warp Level Matrix Multiply-Accumulate Instructions"):
+// groupID = lane >> 2, threadID_in_group = lane % 4, and for element i of a
+// lane's fragment (two bf16 per b32 register, element 2r in the low half of
+// register r, 2r+1 in the high half):
+//   A a0..a7: row = groupID + 8 * ((i >> 1) & 1), col = 2 * tig + (i & 1) + 8 * (i >> 2)
+//   B b0..b3: row (k) = 2 * tig + (i & 1) + 8 * (i >> 1), col (n) = groupID
+//   C/D c0..c3: row = groupID + 8 * (i >> 1), col = 2 * tig + (i & 1)
+struct MmaCoord {
+  unsigned row, col;
+};
+MmaCoord mma_a_coord(unsigned lane, unsigned i) {
+  return {(lane >> 2) + 8 * ((i >> 1) & 1), 2 * (lane % 4) + (i & 1) + 8 * (i >> 2)};
+}
+MmaCoord mma_b_coord(unsigned lane, unsigned i) { return {2 * (lane % 4) + (i & 1) + 8 * (i >> 1), lane >> 2}; }
+MmaCoord mma_cd_coord(unsigned lane, unsigned i) { return {(lane >> 2) + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)}; }
+
+float bf16_to_f32(std::uint32_t bits16) {
+  const std::uint32_t bits = (bits16 & 0xffffu) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 }  // namespace
 
@@ -218,6 +249,7 @@ class Block {
   void barrier(unsigned tid);
   std::uint64_t warp_exchange(unsigned tid, detail::WarpOp op, unsigned mask, std::uint64_t bits, unsigned bytes,
                               std::uint32_t b, std::uint32_t c);
+  void mma_exchange(unsigned tid, const std::uint32_t* a, const std::uint32_t* b, const float* c, float* d);
   void log_shared(unsigned tid, std::size_t off, std::size_t bytes, detail::Access access);
   [[noreturn]] void fail(const std::string& what) const {
     const Dim3 b = block_idx_;
@@ -251,6 +283,7 @@ class Block {
     }
     return tid;
   }
+  void complete_mma(WarpSlot& s);
   unsigned lanes_in_warp(unsigned w) const { return std::min<unsigned>(kWarpSize, launch_.threads - w * kWarpSize); }
   void on_exit(unsigned tid);
   void complete_warp(unsigned w);
@@ -390,9 +423,53 @@ std::uint64_t Block::warp_exchange(unsigned tid, detail::WarpOp op, unsigned mas
   return s.result[lane];
 }
 
+void Block::mma_exchange(unsigned tid, const std::uint32_t* a, const std::uint32_t* b, const float* c, float* d) {
+  WarpSlot& s = warps_[tid / kWarpSize];
+  const unsigned lane = tid % kWarpSize;
+  // The lane's own slots: no other lane reads them until the warp completes,
+  // and the previous exchange's D was read before this lane could get here.
+  for (unsigned i = 0; i < 4; ++i) s.mma_ab[lane][i] = a[i];
+  for (unsigned i = 0; i < 2; ++i) s.mma_ab[lane][4 + i] = b[i];
+  for (unsigned i = 0; i < 4; ++i) s.mma_c[lane][i] = c[i];
+  // The arrival, divergence and mask checks are the shuffles' (mma.sync
+  // .aligned: every lane of the warp executes the same mma).
+  warp_exchange(tid, detail::WarpOp::Mma, kFullMask, 0, 40, 0, 0);
+  for (unsigned i = 0; i < 4; ++i) d[i] = s.mma_d[lane][i];
+}
+
+void Block::complete_mma(WarpSlot& s) {
+  float A[16][16], B[16][8], C[16][8];
+  for (unsigned l = 0; l < kWarpSize; ++l) {
+    for (unsigned i = 0; i < 8; ++i) {
+      const MmaCoord ca = mma_a_coord(l, i);
+      A[ca.row][ca.col] = bf16_to_f32(s.mma_ab[l][i / 2] >> (16 * (i % 2)));
+    }
+    for (unsigned i = 0; i < 4; ++i) {
+      const MmaCoord cb = mma_b_coord(l, i);
+      B[cb.row][cb.col] = bf16_to_f32(s.mma_ab[l][4 + i / 2] >> (16 * (i % 2)));
+      const MmaCoord cc = mma_cd_coord(l, i);
+      C[cc.row][cc.col] = s.mma_c[l][i];
+    }
+  }
+  for (unsigned l = 0; l < kWarpSize; ++l) {
+    for (unsigned i = 0; i < 4; ++i) {
+      const MmaCoord cd = mma_cd_coord(l, i);
+      // A bf16 x bf16 product has at most 16 significant bits: exact in f32,
+      // so only the additions round, in this fixed order (k = 0..15).
+      float acc = C[cd.row][cd.col];
+      for (unsigned k = 0; k < 16; ++k) acc += A[cd.row][k] * B[k][cd.col];
+      s.mma_d[l][i] = acc;
+    }
+  }
+}
+
 void Block::complete_warp(unsigned w) {
   WarpSlot& s = warps_[w];
   const unsigned lanes = lanes_in_warp(w);
+  if (s.op == detail::WarpOp::Mma && lanes != kWarpSize) {
+    fail(who(w * kWarpSize) + " called " + op_name(s.op) + " in a warp of " + std::to_string(lanes) +
+         " lanes: mma.sync needs all 32 lanes of a full warp");
+  }
   const std::uint32_t present = lanes == kWarpSize ? kFullMask : (1u << lanes) - 1;
   for (unsigned l = 0; l < lanes; ++l) {
     if (s.mask[l] != present) {
@@ -413,6 +490,9 @@ void Block::complete_warp(unsigned w) {
       for (unsigned l = 0; l < lanes; ++l) s.result[l] = r;
       break;
     }
+    case detail::WarpOp::Mma:
+      complete_mma(s);
+      break;
     default:
       for (unsigned l = 0; l < lanes; ++l) {
         const unsigned j = shfl_source(s.op, l, s.b[l], s.c[l]);
@@ -502,6 +582,10 @@ void barrier(Block* block, unsigned tid) { block->barrier(tid); }
 std::uint64_t warp_exchange(Block* block, unsigned tid, WarpOp op, unsigned mask, std::uint64_t bits,
                             unsigned bytes, std::uint32_t b, std::uint32_t c) {
   return block->warp_exchange(tid, op, mask, bits, bytes, b, c);
+}
+void mma_exchange(Block* block, unsigned tid, const std::uint32_t* a, const std::uint32_t* b, const float* c,
+                  float* d) {
+  block->mma_exchange(tid, a, b, c, d);
 }
 void log_shared(Block* block, unsigned tid, std::size_t byte_offset, std::size_t bytes, Access access) {
   block->log_shared(tid, byte_offset, bytes, access);

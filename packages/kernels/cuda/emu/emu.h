@@ -62,7 +62,7 @@ class Block;  // one worker's block runner (emu.cpp)
 
 namespace detail {
 enum class Access : std::uint8_t { Read, Write, Atomic };
-enum class WarpOp : std::uint8_t { ShflIdx, ShflUp, ShflDown, ShflBfly, Ballot, Any, All };
+enum class WarpOp : std::uint8_t { ShflIdx, ShflUp, ShflDown, ShflBfly, Ballot, Any, All, Mma };
 
 void barrier(Block* block, unsigned tid);
 // Every lane of the warp deposits (bits, b, c, mask); once the last lane has
@@ -70,6 +70,13 @@ void barrier(Block* block, unsigned tid);
 // shfl.sync operands.
 std::uint64_t warp_exchange(Block* block, unsigned tid, WarpOp op, unsigned mask, std::uint64_t bits,
                             unsigned bytes, std::uint32_t b, std::uint32_t c);
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 as a warp exchange:
+// every lane deposits its A (4 x b32), B (2 x b32) and C (4 x f32) fragment
+// registers; once all 32 lanes have arrived the warp's 16x16 A, 16x8 B and
+// 16x8 C are gathered with PTX's fragment layout, D = A*B + C is computed, and
+// each lane gets its 4 D registers back (see Ctx::mma_m16n8k16_bf16_f32).
+void mma_exchange(Block* block, unsigned tid, const std::uint32_t* a, const std::uint32_t* b, const float* c,
+                  float* d);
 void log_shared(Block* block, unsigned tid, std::size_t byte_offset, std::size_t bytes, Access access);
 [[noreturn]] void fail(Block* block, unsigned tid, const std::string& what);
 
@@ -191,6 +198,16 @@ class Ctx {
   }
   bool all_sync(unsigned mask, bool pred) {
     return detail::warp_exchange(block_, tid_, detail::WarpOp::All, mask, pred, 1, 0, 0) != 0;
+  }
+
+  // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {d}, {a}, {b}, {c}:
+  // D (16x8 f32) = A (16x16 bf16, row) * B (16x8 bf16, col) + C (16x8 f32),
+  // a warp-wide operation every lane of a full warp must reach. The fragment
+  // layout is PTX's (ot_cuda/ctx.h documents it); in the emulator the
+  // products (exact in f32) are added to C in f32 in k order 0..15.
+  void mma_m16n8k16_bf16_f32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                             const float (&c)[4]) {
+    detail::mma_exchange(block_, tid_, a, b, c, d);
   }
 
   template <class T>

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "rmsnorm.cuh"
+#include "launchers.h"  // the launcher's declaration, checked against its definition here
 
 // 256 threads at most (rmsnorm_block_threads), so ptxas may use up to 255
 // registers; the budget above keeps it far lower, for occupancy.

@@ -12,6 +12,25 @@
 //   ot_cuda::shared_array<T>(ctx, byte_offset)  the block's dynamic shared
 //                                               memory, as an indexable array
 //   ctx.atomic_add(T* p, T v)                   atomicAdd (float, int, unsigned)
+//   ctx.mma_m16n8k16_bf16_f32(d, a, b, c)       mma.sync.aligned.m16n8k16.row.col
+//                                               .f32.bf16.bf16.f32 (below)
+//
+// The warp-level matrix op. D (16x8 f32) = A (16x16 bf16) * B (16x8 bf16) + C
+// (16x8 f32), every lane of a full warp taking part, each holding fragments:
+//   float d[4], c[4];  std::uint32_t a[4] (8 bf16), b[2] (4 bf16)
+// in exactly PTX's layout (PTX ISA, "Warp Level Matrix Multiply-Accumulate
+// Instructions" > mma > "Matrix Fragments for mma.m16n8k16 with floating
+// point type", .bf16 A/B and .f32 C/D). With g = lane >> 2, t = lane % 4, and
+// two bf16 per b32 register (the lower-numbered element in bits 15:0):
+//   a[0] = A[g  ][2t, 2t+1]     a[1] = A[g+8][2t, 2t+1]
+//   a[2] = A[g  ][2t+8, 2t+9]   a[3] = A[g+8][2t+8, 2t+9]
+//   b[0] = B[2t, 2t+1][g]       b[1] = B[2t+8, 2t+9][g]      (k down a column)
+//   c[0], c[1] = C[g][2t, 2t+1] c[2], c[3] = C[g+8][2t, 2t+1]   (D the same)
+// A is row-major ("row": a[r]'s pair runs along a row of A) and B col-major
+// ("col": b[r]'s pair runs down a column of B), so for y = x W^T both x's and
+// W's rows supply their pairs straight from consecutive k. The emulator adds
+// the products (exact in f32) to C in f32 in k order; a tensor core's
+// internal rounding differs, within the tolerance of every bf16 test.
 //
 // Under nvcc (__CUDACC__) this is DeviceCtx below: every call is the intrinsic
 // itself, force-inlined, so the body costs what hand-written CUDA costs (the
@@ -95,6 +114,17 @@ struct DeviceCtx {
   template <class T>
   __device__ OT_FORCEINLINE T atomic_add(T* p, T v) const {
     return atomicAdd(p, v);
+  }
+
+  // sm_80+: the mma.sync the emulator models (layout in the comment above).
+  __device__ OT_FORCEINLINE void mma_m16n8k16_bf16_f32(float (&d)[4], const std::uint32_t (&a)[4],
+                                                       const std::uint32_t (&b)[2], const float (&c)[4]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+          "f"(c[3]));
   }
 };
 

@@ -1,0 +1,49 @@
+// The host launchers every kernels/*.cu defines: one declaration each, for the
+// CUDA addon (addon/probe_binding.cc links them in and, with the CUDA backend,
+// binds them to ops). Each returns the launch's cudaError_t.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ot_cuda::kernels {
+struct LoraSegment;
+struct LoraAdapterF32;
+struct LoraGradF32;
+}  // namespace ot_cuda::kernels
+
+extern "C" {
+cudaError_t ot_cuda_rmsnorm_f32(const float* x, const float* w, float* y, int rows, int cols, float eps,
+                                cudaStream_t stream);
+cudaError_t ot_cuda_rmsnorm_backward_f32(const float* x, const float* w, const float* inv_rms, float eps,
+                                         const float* d_out, float* dx, int accumulate, float* dw, int rows,
+                                         int cols, cudaStream_t stream);
+cudaError_t ot_cuda_rope_forward_f32(float* x, const std::int32_t* positions, const float* inv_freq, int n,
+                                     int heads, int head_dim, int rot_half, float scale, cudaStream_t stream);
+cudaError_t ot_cuda_rope_backward_f32(float* dy, const std::int32_t* positions, const float* inv_freq, int n,
+                                      int heads, int head_dim, int rot_half, float scale, cudaStream_t stream);
+cudaError_t ot_cuda_swiglu_forward_f32(const float* gate, const float* up, float* out, std::int64_t count,
+                                       cudaStream_t stream);
+cudaError_t ot_cuda_swiglu_backward_f32(const float* d_out, const float* gate, const float* up, float* d_gate,
+                                        float* d_up, std::int64_t count, cudaStream_t stream);
+cudaError_t ot_cuda_embedding_forward_f32(const std::int32_t* ids, const float* table, float* out, int n, int d,
+                                          cudaStream_t stream);
+cudaError_t ot_cuda_embedding_backward_f32(const std::int32_t* ids, const float* d_out, float* d_table, int n,
+                                           int d, cudaStream_t stream);
+cudaError_t ot_cuda_adamw_step_f32(float* param, const float* grad, float* m, float* v, std::int64_t count,
+                                   double lr, double beta1, double beta2, double eps, double weight_decay,
+                                   std::int64_t step, double grad_scale, cudaStream_t stream);
+cudaError_t ot_cuda_sum_of_squares_f32(const float* x, std::int64_t count, double* out, cudaStream_t stream);
+cudaError_t ot_cuda_gemm_bf16_xwt(const std::uint16_t* x, const std::uint16_t* w, float* y, int m, int n, int k,
+                                  cudaStream_t stream);
+cudaError_t ot_cuda_lora_forward_f32(const float* x, float* y, int n, int d_in, int d_out,
+                                     const ot_cuda::kernels::LoraSegment* segments, int num_segments,
+                                     const ot_cuda::kernels::LoraAdapterF32* adapters, int rank_stride,
+                                     float* workspace, cudaStream_t stream);
+cudaError_t ot_cuda_lora_backward_f32(const float* x, const float* dy, float* dx, int n, int d_in, int d_out,
+                                      const ot_cuda::kernels::LoraSegment* segments, int num_segments,
+                                      const ot_cuda::kernels::LoraAdapterF32* adapters,
+                                      const ot_cuda::kernels::LoraGradF32* grads, int rank_stride,
+                                      float* workspace, cudaStream_t stream);
+}
