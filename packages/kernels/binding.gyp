@@ -31,7 +31,8 @@
         "src/cpu/loss_binding.cc",
         "src/cpu/optim.cc",
         "src/cpu/optim_binding.cc",
-        "src/cpu/sample.cc"
+        "src/cpu/sample.cc",
+        "src/cpu/sample_draw.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src/cpu"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"],
