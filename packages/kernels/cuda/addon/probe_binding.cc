@@ -38,6 +38,11 @@ const Launcher kLaunchers[] = {
     {"gemm_bf16_xwt", reinterpret_cast<const void*>(&ot_cuda_gemm_bf16_xwt)},
     {"lora_forward_f32", reinterpret_cast<const void*>(&ot_cuda_lora_forward_f32)},
     {"lora_backward_f32", reinterpret_cast<const void*>(&ot_cuda_lora_backward_f32)},
+    {"cache_write_f32", reinterpret_cast<const void*>(&ot_cuda_cache_write_f32)},
+    {"paged_attention_f32", reinterpret_cast<const void*>(&ot_cuda_paged_attention_f32)},
+    {"log_softmax_gather_f32", reinterpret_cast<const void*>(&ot_cuda_log_softmax_gather_f32)},
+    {"log_softmax_gather_backward_f32", reinterpret_cast<const void*>(&ot_cuda_log_softmax_gather_backward_f32)},
+    {"sample_rows_f32", reinterpret_cast<const void*>(&ot_cuda_sample_rows_f32)},
 };
 
 // "cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version"

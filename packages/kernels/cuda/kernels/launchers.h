@@ -46,4 +46,21 @@ cudaError_t ot_cuda_lora_backward_f32(const float* x, const float* dy, float* dx
                                       const ot_cuda::kernels::LoraAdapterF32* adapters,
                                       const ot_cuda::kernels::LoraGradF32* grads, int rank_stride,
                                       float* workspace, cudaStream_t stream);
+cudaError_t ot_cuda_cache_write_f32(const float* k, const float* v, const std::int32_t* slot_mapping, int n_tokens,
+                                    float* key_cache, float* value_cache, int num_blocks, int block_size,
+                                    int num_kv_heads, int head_dim, cudaStream_t stream);
+cudaError_t ot_cuda_paged_attention_f32(const float* q, float* out, int n_rows, const std::int32_t* row_seq,
+                                        const std::int32_t* row_pos, const std::int32_t* block_tables,
+                                        int max_blocks_per_seq, const float* key_cache, const float* value_cache,
+                                        int block_size, int num_heads, int num_kv_heads, int head_dim, float scale,
+                                        cudaStream_t stream);
+cudaError_t ot_cuda_log_softmax_gather_f32(const float* logits, const std::int32_t* targets, float* logprobs,
+                                           float* lse, int rows, int vocab, cudaStream_t stream);
+cudaError_t ot_cuda_log_softmax_gather_backward_f32(const float* logits, const std::int32_t* targets, const float* lse,
+                                                    const float* d_logprobs, float* d_logits, int rows, int vocab,
+                                                    cudaStream_t stream);
+cudaError_t ot_cuda_sample_rows_f32(const float* logits, int rows, int vocab, const std::int32_t* row_of, int draws,
+                                    const double* temperatures, const std::int32_t* top_k, const double* top_p,
+                                    const double* min_p, const double* uniforms, std::int32_t* tokens,
+                                    double* logprobs, cudaStream_t stream);
 }
