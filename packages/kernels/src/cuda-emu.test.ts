@@ -66,6 +66,8 @@ describe.skipIf(forcedIsa !== undefined)("CUDA kernels without a GPU (packages/k
       "rmsnorm_matches_reference_in_every_mode",
       "mma_layout_of_a_and_c",
       "gemm_bf16_matches_reference_in_every_mode",
+      "gemm_bf16_backward_matches_reference_in_every_mode",
+      "gemm_f32_matches_reference_in_every_mode",
       "lora_matches_reference_and_cpu_backend_in_every_mode",
       "rope_matches_reference_in_every_mode",
       "swiglu_matches_reference_in_every_mode",

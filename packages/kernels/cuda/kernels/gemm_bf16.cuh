@@ -16,6 +16,15 @@
 // memory as b32 words of two consecutive-k bf16 (exactly what one A or B
 // fragment register holds: ctx.h), sync(), each warp runs 2 k16 steps of 8
 // mma, sync() before the next stage overwrites the tile.
+//
+// The tile machinery is gemm_bf16_tile<ATransposed, BTransposed>: out[r, c]
+// (+)= sum_j A(r, j) * B(c, j), where an operand stored "transposed" holds
+// A(r, j) at a[j * lda + r] instead of a[r * lda + j]. The staging pass packs
+// pairs of consecutive j either way, so the warps' fragment loads and mma
+// steps are the same code for every product:
+//   gemm_bf16_xwt              y  = x W^T      (A = x,  B = W,  neither transposed)
+//   gemm_bf16_backward_input   dx = dy W       (A = dy, B = W transposed)
+//   gemm_bf16_backward_weight  dW += dy^T x    (A = dy transposed, B = x transposed)
 #pragma once
 
 #include "../include/ot_cuda/ctx.h"
@@ -45,18 +54,34 @@ OT_HD constexpr Dim3 gemm_bf16_grid(int m, int n) {
               static_cast<unsigned>((m + kGemmTileM - 1) / kGemmTileM), 1};
 }
 
-// Two bf16 of row `row` at k and k + 1 as one b32 (k in the low half), zero
-// past the matrix's edge.
-OT_HD OT_FORCEINLINE std::uint32_t gemm_bf16_pair(const std::uint16_t* a, int row, int rows, int k, int cols) {
+// Two bf16 of operand row `row` at reduction index j and j + 1 as one b32 (j
+// in the low half), zero past the operand's edge (rows x depth). Not
+// transposed: element (row, j) at a[row * ld + j]; transposed: at a[j * ld + row].
+template <bool Transposed>
+OT_HD OT_FORCEINLINE std::uint32_t gemm_bf16_pair(const std::uint16_t* a, int ld, int row, int rows, int j,
+                                                  int depth) {
   if (row >= rows) return 0;
-  const std::uint16_t* p = a + static_cast<std::size_t>(row) * static_cast<std::size_t>(cols);
-  const std::uint32_t lo = k < cols ? p[k] : 0u;
-  const std::uint32_t hi = k + 1 < cols ? p[k + 1] : 0u;
-  return lo | (hi << 16);
+  const std::size_t sld = static_cast<std::size_t>(ld);
+  if constexpr (Transposed) {
+    const std::uint16_t* p = a + static_cast<std::size_t>(row);
+    const std::uint32_t lo = j < depth ? p[static_cast<std::size_t>(j) * sld] : 0u;
+    const std::uint32_t hi = j + 1 < depth ? p[static_cast<std::size_t>(j + 1) * sld] : 0u;
+    return lo | (hi << 16);
+  } else {
+    const std::uint16_t* p = a + static_cast<std::size_t>(row) * sld;
+    const std::uint32_t lo = j < depth ? p[j] : 0u;
+    const std::uint32_t hi = j + 1 < depth ? p[j + 1] : 0u;
+    return lo | (hi << 16);
+  }
 }
 
-template <class Ctx>
-OT_HD void gemm_bf16_xwt(Ctx& ctx, const std::uint16_t* x, const std::uint16_t* w, float* y, int m, int n, int k) {
+// out[r, c] (+)= sum_{j < depth} A(r, j) * B(c, j) for r < rows, c < cols;
+// out is rows x cols row-major f32. A not transposed: A(r, j) = a[r * lda + j];
+// transposed: a[j * lda + r] (a = a_op; B likewise from b_op with ldb). accumulate adds to out
+// instead of overwriting it.
+template <bool ATransposed, bool BTransposed, class Ctx>
+OT_HD void gemm_bf16_tile(Ctx& ctx, const std::uint16_t* a_op, int lda, const std::uint16_t* b_op, int ldb, float* out,
+                          int rows, int cols, int depth, bool accumulate) {
   const auto sx = shared_array<std::uint32_t>(ctx, 0);
   const auto sw = shared_array<std::uint32_t>(ctx, kGemmTileM * kGemmRowWords * sizeof(std::uint32_t));
   const int tid = static_cast<int>(ctx.linear_tid());
@@ -78,18 +103,22 @@ OT_HD void gemm_bf16_xwt(Ctx& ctx, const std::uint16_t* x, const std::uint16_t* 
 
   constexpr int kStageWords = kGemmTileM * (kGemmTileK / 2);  // = kGemmTileN * (kGemmTileK / 2)
   static_assert(kGemmTileM == kGemmTileN && kStageWords % (kGemmWarps * kWarpSize) == 0,
-                "the staging loop gives every thread the same number of words of x and of W");
-  for (int k0 = 0; k0 < k; k0 += kGemmTileK) {
-    // Stage: consecutive threads take consecutive k pairs of a row.
+                "the staging loop gives every thread the same number of words of A and of B");
+  for (int k0 = 0; k0 < depth; k0 += kGemmTileK) {
+    // Stage: consecutive threads take consecutive elements in memory: the k
+    // pairs of a row where the operand runs along k, the rows of a pair of k
+    // where it is transposed.
     OT_GEMM_UNROLL
     for (int j = 0; j < kStageWords / (kGemmWarps * kWarpSize); ++j) {
       const int i = tid + j * kGemmWarps * kWarpSize;
-      const int r = i / (kGemmTileK / 2), p = i % (kGemmTileK / 2);
-      sx[r * kGemmRowWords + p] = gemm_bf16_pair(x, m0 + r, m, k0 + 2 * p, k);
-      sw[r * kGemmRowWords + p] = gemm_bf16_pair(w, n0 + r, n, k0 + 2 * p, k);
+      const int ra = ATransposed ? i % kGemmTileM : i / (kGemmTileK / 2);
+      const int pa = ATransposed ? i / kGemmTileM : i % (kGemmTileK / 2);
+      sx[ra * kGemmRowWords + pa] = gemm_bf16_pair<ATransposed>(a_op, lda, m0 + ra, rows, k0 + 2 * pa, depth);
+      const int rb = BTransposed ? i % kGemmTileN : i / (kGemmTileK / 2);
+      const int pb = BTransposed ? i / kGemmTileN : i % (kGemmTileK / 2);
+      sw[rb * kGemmRowWords + pb] = gemm_bf16_pair<BTransposed>(b_op, ldb, n0 + rb, cols, k0 + 2 * pb, depth);
     }
     ctx.sync();
-
     OT_GEMM_UNROLL
     for (int ks = 0; ks < kGemmTileK / 16; ++ks) {
       // A = x rows (row-major: a pair runs along k), B = W rows (col-major
@@ -118,7 +147,7 @@ OT_HD void gemm_bf16_xwt(Ctx& ctx, const std::uint16_t* x, const std::uint16_t* 
     ctx.sync();  // before the next stage overwrites what the warps read
   }
 
-  // D fragment: acc[.][.][0..1] = y[g][2t, 2t+1], [2..3] = y[g + 8][2t, 2t+1].
+  // D fragment: acc[.][.][0..1] = out[g][2t, 2t+1], [2..3] = out[g + 8][2t, 2t+1].
   OT_GEMM_UNROLL
   for (int mi = 0; mi < 2; ++mi) {
     OT_GEMM_UNROLL
@@ -127,13 +156,35 @@ OT_HD void gemm_bf16_xwt(Ctx& ctx, const std::uint16_t* x, const std::uint16_t* 
       OT_GEMM_UNROLL
       for (int h = 0; h < 2; ++h) {
         const int row = m0 + wm + mi * 16 + g + 8 * h;
-        if (row >= m) continue;
-        float* yr = y + static_cast<std::size_t>(row) * static_cast<std::size_t>(n);
-        if (col < n) yr[col] = acc[mi][ni][2 * h];
-        if (col + 1 < n) yr[col + 1] = acc[mi][ni][2 * h + 1];
+        if (row >= rows) continue;
+        float* yr = out + static_cast<std::size_t>(row) * static_cast<std::size_t>(cols);
+        if (col < cols) yr[col] = accumulate ? yr[col] + acc[mi][ni][2 * h] : acc[mi][ni][2 * h];
+        if (col + 1 < cols) yr[col + 1] = accumulate ? yr[col + 1] + acc[mi][ni][2 * h + 1] : acc[mi][ni][2 * h + 1];
       }
     }
   }
+}
+
+// y[m, n] = x[m, k] W[n, k]^T (our `linear`). Grid gemm_bf16_grid(m, n).
+template <class Ctx>
+OT_HD void gemm_bf16_xwt(Ctx& ctx, const std::uint16_t* x, const std::uint16_t* w, float* y, int m, int n, int k) {
+  gemm_bf16_tile<false, false>(ctx, x, k, w, k, y, m, n, k, false);
+}
+
+// dx[m, k] = dy[m, n] W[n, k] (`linearBackwardInput`): A = dy rows, B(c, j) =
+// W[j, c]. Grid gemm_bf16_grid(m, k).
+template <class Ctx>
+OT_HD void gemm_bf16_backward_input(Ctx& ctx, const std::uint16_t* dy, const std::uint16_t* w, float* dx, int m,
+                                    int n, int k) {
+  gemm_bf16_tile<false, true>(ctx, dy, n, w, k, dx, m, k, n, false);
+}
+
+// dW[n, k] += dy[m, n]^T x[m, k] (`linearBackwardWeight`, accumulated in f32):
+// A(r, j) = dy[j, r], B(c, j) = x[j, c]. Grid gemm_bf16_grid(n, k).
+template <class Ctx>
+OT_HD void gemm_bf16_backward_weight(Ctx& ctx, const std::uint16_t* dy, const std::uint16_t* x, float* dw, int m,
+                                     int n, int k) {
+  gemm_bf16_tile<true, true>(ctx, dy, n, x, k, dw, n, k, m, true);
 }
 
 }  // namespace ot_cuda::kernels

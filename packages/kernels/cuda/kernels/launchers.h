@@ -37,6 +37,12 @@ cudaError_t ot_cuda_adamw_step_f32(float* param, const float* grad, float* m, fl
 cudaError_t ot_cuda_sum_of_squares_f32(const float* x, std::int64_t count, double* out, cudaStream_t stream);
 cudaError_t ot_cuda_gemm_bf16_xwt(const std::uint16_t* x, const std::uint16_t* w, float* y, int m, int n, int k,
                                   cudaStream_t stream);
+cudaError_t ot_cuda_gemm_bf16_backward_input(const std::uint16_t* dy, const std::uint16_t* w, float* dx, int m, int n,
+                                             int k, cudaStream_t stream);
+cudaError_t ot_cuda_gemm_bf16_backward_weight(const std::uint16_t* dy, const std::uint16_t* x, float* dw, int m, int n,
+                                              int k, cudaStream_t stream);
+cudaError_t ot_cuda_gemm_f32_xwt(const float* x, const float* w, float* y, int m, int n, int k, int accumulate,
+                                 cudaStream_t stream);
 cudaError_t ot_cuda_lora_forward_f32(const float* x, float* y, int n, int d_in, int d_out,
                                      const ot_cuda::kernels::LoraSegment* segments, int num_segments,
                                      const ot_cuda::kernels::LoraAdapterF32* adapters, int rank_stride,
