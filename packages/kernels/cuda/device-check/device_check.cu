@@ -13,6 +13,8 @@
 // Boost, no Node.
 #include <cuda_runtime.h>
 
+#include "../test/bf16.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -145,18 +147,8 @@ std::vector<float> random_floats(std::size_t n, float lo, float hi, std::uint64_
 }
 std::vector<float> nan_floats(std::size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
 
-std::uint16_t to_bf16(float v) {  // round to nearest even (no NaN here)
-  std::uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
-double from_bf16(std::uint16_t b) {
-  const std::uint32_t u = std::uint32_t{b} << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using ot_test::from_bf16;
+using ot_test::to_bf16;
 
 // |got − ref| / max(|ref|, mag, 1e-30), worst over the elements (inf on NaN):
 // test/op_check.h's cancellation-aware error.

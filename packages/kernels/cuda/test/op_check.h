@@ -20,12 +20,18 @@
 
 namespace ot_test {
 
-// emu::checking_modes() plus the all-checks mode on two OS threads.
-inline std::vector<ot_cuda::emu::Mode> op_modes() {
-  auto modes = ot_cuda::emu::checking_modes(3);
-  modes.push_back({"all-checks seed 11, 2 workers", ot_cuda::emu::checking_modes(11)[4].options});
+// emu::checking_modes(seed) plus the all-checks mode (its own seed) on two OS threads.
+inline std::vector<ot_cuda::emu::Mode> op_modes(std::uint64_t seed = 3, std::uint64_t all_checks_seed = 11) {
+  auto modes = ot_cuda::emu::checking_modes(seed);
+  modes.push_back({"all-checks seed " + std::to_string(all_checks_seed) + ", 2 workers",
+                   ot_cuda::emu::checking_modes(all_checks_seed)[4].options});
   modes.back().options.workers = 2;
   return modes;
+}
+
+// "m x n x k", for failure messages.
+inline std::string shape_name(int m, int n, int k) {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
 inline std::vector<float> random_floats(std::size_t n, float lo, float hi, std::uint64_t seed) {

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "../kernels/gemm_bf16.cuh"
+#include "bf16.h"
 #include "check.h"
+#include "op_check.h"
 
 namespace {
 
@@ -25,18 +27,8 @@ struct Shape {
   int m, n, k;
 };
 
-std::uint16_t to_bf16(float v) {  // round to nearest even (no NaN in the tests)
-  std::uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
-double from_bf16(std::uint16_t b) {
-  const std::uint32_t u = std::uint32_t{b} << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using ot_test::from_bf16;
+using ot_test::to_bf16;
 
 struct Result {
   double worst_bound = 0;  // |out - ref| / ((depth + 1) * 2^-24 * (sum |products| + |prior|)): <= 1 is f32 error
@@ -115,16 +107,9 @@ Result run(Product product, const Shape& s, const ot_cuda::emu::Options& options
   return res;
 }
 
-std::string name(const Shape& s) {
-  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-}
+std::string name(const Shape& s) { return ot_test::shape_name(s.m, s.n, s.k); }
 
-std::vector<ot_cuda::emu::Mode> modes() {
-  auto modes = ot_cuda::emu::checking_modes(5);
-  modes.push_back({"all-checks seed 13, 2 workers", ot_cuda::emu::checking_modes(13)[4].options});
-  modes.back().options.workers = 2;
-  return modes;
-}
+std::vector<ot_cuda::emu::Mode> modes() { return ot_test::op_modes(5, 13); }
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 
 #include "../kernels/gemm_f32.cuh"
 #include "check.h"
+#include "op_check.h"
 
 namespace {
 
@@ -85,16 +86,9 @@ Result run(const Shape& s, const ot_cuda::emu::Options& options, std::uint64_t s
   return res;
 }
 
-std::string name(const Shape& s) {
-  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-}
+std::string name(const Shape& s) { return ot_test::shape_name(s.m, s.n, s.k); }
 
-std::vector<ot_cuda::emu::Mode> modes() {
-  auto modes = ot_cuda::emu::checking_modes(7);
-  modes.push_back({"all-checks seed 17, 2 workers", ot_cuda::emu::checking_modes(17)[4].options});
-  modes.back().options.workers = 2;
-  return modes;
-}
+std::vector<ot_cuda::emu::Mode> modes() { return ot_test::op_modes(7, 17); }
 
 }  // namespace
 
