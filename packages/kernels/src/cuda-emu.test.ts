@@ -96,7 +96,7 @@ describe.skipIf(forcedIsa !== undefined)("CUDA kernels without a GPU (packages/k
     expect(result.output).toContain("ok   rmsnorm.cu compute_80 PTX contains shfl.sync.bfly");
   }, 180_000);
 
-  it("the compile gate fails a kernel that spills, lacks its instruction, warns or states no budget", () => {
+  it("the compile gate fails a kernel that spills, lacks its instruction, warns, states no budget or bypasses OT_KERNEL", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "ot-compile-gate-"));
     try {
       // 96 live floats under a 32-register cap (launch bounds 1024 x 2) must spill.
@@ -131,6 +131,7 @@ describe.skipIf(forcedIsa !== undefined)("CUDA kernels without a GPU (packages/k
       expect(result.output).toContain("FAIL spills.cu compute_80 PTX lacks mma.sync");
       expect(result.output).toMatch(/FAIL warns\.cu: nvcc failed:[\s\S]*declared but never referenced/);
       expect(result.output).toContain("FAIL unbudgeted.cu states no budget");
+      expect(result.output).toContain("FAIL warns.cu: declares or launches a kernel directly (__global__ / <<<>>>)");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -6,10 +6,9 @@
 // compile-gate: ptx shfl.sync.bfly
 // compile-gate: ptx ex2.approx
 // compile-gate: ptx bar.sync
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
+#include "../include/ot_cuda/launch.h"
 #include "attention.cuh"
 #include "launchers.h"  // the launcher's declaration, checked against its definition here
 
@@ -18,20 +17,15 @@
 
 namespace k = ot_cuda::kernels;
 
-__global__ void __launch_bounds__(k::kCacheWriteMaxThreads)
-    ot_cache_write_f32_kernel(const float* __restrict__ kk, const float* __restrict__ v,
-                              const std::int32_t* __restrict__ slot_mapping, float* __restrict__ key_cache,
-                              float* __restrict__ value_cache, std::int64_t num_slots, int row_floats) {
-  ot_cuda::DeviceCtx ctx;
-  k::cache_write(ctx, kk, v, slot_mapping, key_cache, value_cache, num_slots, row_floats);
-}
+OT_KERNEL(ot_cache_write_f32_kernel, (k::kCacheWriteMaxThreads),
+          (const float* __restrict__ kk, const float* __restrict__ v, const std::int32_t* __restrict__ slot_mapping,
+           float* __restrict__ key_cache, float* __restrict__ value_cache, std::int64_t num_slots, int row_floats),
+          k::cache_write(ctx, kk, v, slot_mapping, key_cache, value_cache, num_slots, row_floats))
 
 // 128 threads: ptxas may use up to 255 registers; the budget keeps it at 64
 // (acc[8] per thread plus addressing).
-__global__ void __launch_bounds__(k::kAttnThreads) ot_paged_attention_f32_kernel(const k::PagedAttentionParams p) {
-  ot_cuda::DeviceCtx ctx;
-  k::paged_attention(ctx, p);
-}
+OT_KERNEL(ot_paged_attention_f32_kernel, (k::kAttnThreads), (const k::PagedAttentionParams p),
+          k::paged_attention(ctx, p))
 
 extern "C" cudaError_t ot_cuda_cache_write_f32(const float* kk, const float* v, const std::int32_t* slot_mapping,
                                                int n_tokens, float* key_cache, float* value_cache, int num_blocks,
@@ -41,9 +35,9 @@ extern "C" cudaError_t ot_cuda_cache_write_f32(const float* kk, const float* v, 
   }
   if (n_tokens == 0) return cudaSuccess;
   const int row_floats = num_kv_heads * head_dim;
-  ot_cache_write_f32_kernel<<<n_tokens, k::cache_write_block_threads(row_floats), 0, stream>>>(
-      kk, v, slot_mapping, key_cache, value_cache, static_cast<std::int64_t>(num_blocks) * block_size, row_floats);
-  return cudaGetLastError();
+  return OT_LAUNCH(ot_cache_write_f32_kernel, n_tokens, k::cache_write_block_threads(row_floats), 0, stream, kk, v,
+                   slot_mapping, key_cache, value_cache, static_cast<std::int64_t>(num_blocks) * block_size,
+                   row_floats);
 }
 
 extern "C" cudaError_t ot_cuda_paged_attention_f32(const float* q, float* out, int n_rows, const std::int32_t* row_seq,
@@ -59,8 +53,7 @@ extern "C" cudaError_t ot_cuda_paged_attention_f32(const float* q, float* out, i
   const k::PagedAttentionParams p{q,         out,         row_seq,    row_pos,   block_tables, max_blocks_per_seq,
                                   key_cache, value_cache, block_size, num_heads, num_kv_heads, head_dim,
                                   scale};
-  const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>(num_kv_heads));
-  ot_paged_attention_f32_kernel<<<grid, k::kAttnThreads,
-                                  k::paged_attention_shared_bytes(num_heads / num_kv_heads, head_dim), stream>>>(p);
-  return cudaGetLastError();
+  const ot_cuda::Dim3 grid{static_cast<unsigned>(n_rows), static_cast<unsigned>(num_kv_heads)};
+  return OT_LAUNCH(ot_paged_attention_f32_kernel, grid, k::kAttnThreads,
+                   k::paged_attention_shared_bytes(num_heads / num_kv_heads, head_dim), stream, p);
 }

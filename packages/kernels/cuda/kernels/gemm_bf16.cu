@@ -6,19 +6,16 @@
 // compile-gate: max-static-smem 0
 // compile-gate: ptx mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // compile-gate: ptx bar.sync
-#include <cuda_runtime.h>
-
+#include "../include/ot_cuda/launch.h"
 #include "gemm_bf16.cuh"
 #include "launchers.h"  // the launcher's declaration, checked against its definition here
 
 // 128 threads (gemm_bf16_block_threads): 32 f32 accumulators, 8 A and 8 B
 // fragment registers per lane; the budget keeps 4 blocks per SM possible.
-__global__ void __launch_bounds__(128) ot_gemm_bf16_xwt_kernel(const std::uint16_t* __restrict__ x,
-                                                              const std::uint16_t* __restrict__ w,
-                                                              float* __restrict__ y, int m, int n, int k) {
-  ot_cuda::DeviceCtx ctx;
-  ot_cuda::kernels::gemm_bf16_xwt(ctx, x, w, y, m, n, k);
-}
+OT_KERNEL(ot_gemm_bf16_xwt_kernel, (128),
+          (const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w, float* __restrict__ y, int m,
+           int n, int k),
+          ot_cuda::kernels::gemm_bf16_xwt(ctx, x, w, y, m, n, k))
 
 // y[m, n] = x[m, k] * W[n, k]^T, bf16 in (uint16 bits), f32 out: the launch
 // shape the CPU tests use. m, n, k >= 0; an empty product writes nothing
@@ -29,7 +26,6 @@ extern "C" cudaError_t ot_cuda_gemm_bf16_xwt(const std::uint16_t* x, const std::
   if (m == 0 || n == 0) return cudaSuccess;
   const ot_cuda::Dim3 g = ot_cuda::kernels::gemm_bf16_grid(m, n);
   if (g.y > 65535) return cudaErrorInvalidValue;
-  ot_gemm_bf16_xwt_kernel<<<dim3(g.x, g.y, g.z), ot_cuda::kernels::gemm_bf16_block_threads(),
-                            ot_cuda::kernels::gemm_bf16_shared_bytes(), stream>>>(x, w, y, m, n, k);
-  return cudaGetLastError();
+  return OT_LAUNCH(ot_gemm_bf16_xwt_kernel, g, ot_cuda::kernels::gemm_bf16_block_threads(),
+                   ot_cuda::kernels::gemm_bf16_shared_bytes(), stream, x, w, y, m, n, k);
 }

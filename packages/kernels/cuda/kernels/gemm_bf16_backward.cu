@@ -7,8 +7,7 @@
 // compile-gate: max-static-smem 0
 // compile-gate: ptx mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // compile-gate: ptx bar.sync
-#include <cuda_runtime.h>
-
+#include "../include/ot_cuda/launch.h"
 #include "gemm_bf16.cuh"
 #include "launchers.h"  // the launchers' declarations, checked against their definitions here
 
@@ -16,21 +15,15 @@
 // staging keeps more addresses live, so the launch bounds ask for 4 blocks per
 // SM (<= 128 registers) outright; the gate checks that costs no spills.
 
-__global__ void __launch_bounds__(128, 4) ot_gemm_bf16_backward_input_kernel(const std::uint16_t* __restrict__ dy,
-                                                                         const std::uint16_t* __restrict__ w,
-                                                                         float* __restrict__ dx, int m, int n,
-                                                                         int k) {
-  ot_cuda::DeviceCtx ctx;
-  ot_cuda::kernels::gemm_bf16_backward_input(ctx, dy, w, dx, m, n, k);
-}
+OT_KERNEL(ot_gemm_bf16_backward_input_kernel, (128, 4),
+          (const std::uint16_t* __restrict__ dy, const std::uint16_t* __restrict__ w, float* __restrict__ dx, int m,
+           int n, int k),
+          ot_cuda::kernels::gemm_bf16_backward_input(ctx, dy, w, dx, m, n, k))
 
-__global__ void __launch_bounds__(128, 4) ot_gemm_bf16_backward_weight_kernel(const std::uint16_t* __restrict__ dy,
-                                                                          const std::uint16_t* __restrict__ x,
-                                                                          float* __restrict__ dw, int m, int n,
-                                                                          int k) {
-  ot_cuda::DeviceCtx ctx;
-  ot_cuda::kernels::gemm_bf16_backward_weight(ctx, dy, x, dw, m, n, k);
-}
+OT_KERNEL(ot_gemm_bf16_backward_weight_kernel, (128, 4),
+          (const std::uint16_t* __restrict__ dy, const std::uint16_t* __restrict__ x, float* __restrict__ dw, int m,
+           int n, int k),
+          ot_cuda::kernels::gemm_bf16_backward_weight(ctx, dy, x, dw, m, n, k))
 
 // dx[m, k] = dy[m, n] * W[n, k], bf16 in (uint16 bits), f32 out. m, n, k >= 0;
 // an empty dx writes nothing (n == 0 with m, k > 0 writes zeros).
@@ -40,9 +33,8 @@ extern "C" cudaError_t ot_cuda_gemm_bf16_backward_input(const std::uint16_t* dy,
   if (m == 0 || k == 0) return cudaSuccess;
   const ot_cuda::Dim3 g = ot_cuda::kernels::gemm_bf16_grid(m, k);
   if (g.y > 65535) return cudaErrorInvalidValue;
-  ot_gemm_bf16_backward_input_kernel<<<dim3(g.x, g.y, g.z), ot_cuda::kernels::gemm_bf16_block_threads(),
-                                       ot_cuda::kernels::gemm_bf16_shared_bytes(), stream>>>(dy, w, dx, m, n, k);
-  return cudaGetLastError();
+  return OT_LAUNCH(ot_gemm_bf16_backward_input_kernel, g, ot_cuda::kernels::gemm_bf16_block_threads(),
+                   ot_cuda::kernels::gemm_bf16_shared_bytes(), stream, dy, w, dx, m, n, k);
 }
 
 // dW[n, k] += dy[m, n]^T * x[m, k], bf16 in (uint16 bits), accumulated into f32
@@ -53,7 +45,6 @@ extern "C" cudaError_t ot_cuda_gemm_bf16_backward_weight(const std::uint16_t* dy
   if (m == 0 || n == 0 || k == 0) return cudaSuccess;
   const ot_cuda::Dim3 g = ot_cuda::kernels::gemm_bf16_grid(n, k);
   if (g.y > 65535) return cudaErrorInvalidValue;
-  ot_gemm_bf16_backward_weight_kernel<<<dim3(g.x, g.y, g.z), ot_cuda::kernels::gemm_bf16_block_threads(),
-                                        ot_cuda::kernels::gemm_bf16_shared_bytes(), stream>>>(dy, x, dw, m, n, k);
-  return cudaGetLastError();
+  return OT_LAUNCH(ot_gemm_bf16_backward_weight_kernel, g, ot_cuda::kernels::gemm_bf16_block_threads(),
+                   ot_cuda::kernels::gemm_bf16_shared_bytes(), stream, dy, x, dw, m, n, k);
 }

@@ -5,19 +5,16 @@
 // compile-gate: max-static-smem 0
 // compile-gate: ptx fma.rn.f32
 // compile-gate: ptx bar.sync
-#include <cuda_runtime.h>
-
+#include "../include/ot_cuda/launch.h"
 #include "gemm_f32.cuh"
 #include "launchers.h"  // the launcher's declaration, checked against its definition here
 
 // 256 threads (gemm_f32_block_threads): 16 f32 accumulators and 8 staged
 // operands per thread.
-__global__ void __launch_bounds__(256) ot_gemm_f32_xwt_kernel(const float* __restrict__ x,
-                                                             const float* __restrict__ w, float* __restrict__ y,
-                                                             int m, int n, int k, int accumulate) {
-  ot_cuda::DeviceCtx ctx;
-  ot_cuda::kernels::gemm_f32_xwt(ctx, x, w, y, m, n, k, accumulate != 0);
-}
+OT_KERNEL(ot_gemm_f32_xwt_kernel, (256),
+          (const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int m, int n, int k,
+           int accumulate),
+          ot_cuda::kernels::gemm_f32_xwt(ctx, x, w, y, m, n, k, accumulate != 0))
 
 // y[m, n] (+)= x[m, k] * W[n, k]^T, f32 in and out (accumulate != 0 adds to y).
 // m, n, k >= 0; an empty y launches nothing (k == 0 writes zeros, or leaves y
@@ -28,7 +25,6 @@ extern "C" cudaError_t ot_cuda_gemm_f32_xwt(const float* x, const float* w, floa
   if (m == 0 || n == 0 || (k == 0 && accumulate != 0)) return cudaSuccess;
   const ot_cuda::Dim3 g = ot_cuda::kernels::gemm_f32_grid(m, n);
   if (g.y > 65535) return cudaErrorInvalidValue;
-  ot_gemm_f32_xwt_kernel<<<dim3(g.x, g.y, g.z), ot_cuda::kernels::gemm_f32_block_threads(),
-                           ot_cuda::kernels::gemm_f32_shared_bytes(), stream>>>(x, w, y, m, n, k, accumulate);
-  return cudaGetLastError();
+  return OT_LAUNCH(ot_gemm_f32_xwt_kernel, g, ot_cuda::kernels::gemm_f32_block_threads(),
+                   ot_cuda::kernels::gemm_f32_shared_bytes(), stream, x, w, y, m, n, k, accumulate);
 }

@@ -3,7 +3,7 @@
 // binds them to ops). Each returns the launch's cudaError_t.
 #pragma once
 
-#include <cuda_runtime_api.h>
+#include "../include/ot_cuda/runtime.h"
 
 #include <cstdint>
 

@@ -5,12 +5,11 @@
 // compile-gate: max-static-smem 0
 // compile-gate: ptx shfl.sync.bfly
 // compile-gate: ptx bar.sync
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
-#include "sample.cuh"
+#include "../include/ot_cuda/launch.h"
 #include "launchers.h"  // the launcher's declaration, checked against its definition here
+#include "sample.cuh"
 
 namespace k = ot_cuda::kernels;
 
@@ -18,10 +17,7 @@ namespace k = ot_cuda::kernels;
 
 // At least 3 blocks of 256 per SM (≤ 85 registers): without a minimum, ptxas for
 // sm_80 picked 40 registers and spilled the search's f64 state.
-__global__ void __launch_bounds__(k::kSampleMaxWarps * ot_cuda::kWarpSize, 3) ot_sample_f32_kernel(k::SampleArgs a) {
-  ot_cuda::DeviceCtx ctx;
-  k::sample_f32(ctx, a);
-}
+OT_KERNEL(ot_sample_f32_kernel, (k::kSampleMaxWarps * ot_cuda::kWarpSize, 3), (k::SampleArgs a), k::sample_f32(ctx, a))
 
 // Per draw d < draws: row_of[d] in [0, rows), temperatures[d] ≥ 0 finite, top_k[d]
 // (≤ 0 = off), top_p[d] in (0, 1], min_p[d] in [0, 1], uniforms[d] in [0, 1)
@@ -36,6 +32,5 @@ extern "C" cudaError_t ot_cuda_sample_rows_f32(const float* logits, int rows, in
   if (rows == 0) return cudaErrorInvalidValue;
   const int threads = k::sample_block_threads(vocab);
   const k::SampleArgs a{logits, vocab, row_of, temperatures, top_k, top_p, min_p, uniforms, tokens, logprobs};
-  ot_sample_f32_kernel<<<draws, threads, k::sample_shared_bytes(threads), stream>>>(a);
-  return cudaGetLastError();
+  return OT_LAUNCH(ot_sample_f32_kernel, draws, threads, k::sample_shared_bytes(threads), stream, a);
 }

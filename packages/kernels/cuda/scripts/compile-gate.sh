@@ -4,6 +4,8 @@
 #     JIT-compiles), with every nvcc and host-compiler warning an error;
 #   - show, in ptxas -v, no spill stores or loads in any function, and
 #     registers / static shared memory within the budget the .cu states;
+#   - declare its kernels with OT_KERNEL and launch them with OT_LAUNCH, never
+#     __global__ or <<<>>> directly (the emulated device builds the same file);
 #   - emit PTX (for compute_80 and compute_90a) containing the instructions
 #     the .cu says it is written to produce, so a refactor that silently
 #     loses e.g. the warp shuffle fails here rather than on a lent GPU.
@@ -50,6 +52,14 @@ for cu in "${sources[@]}"; do
   if [ -z "$max_regs" ] || [ -z "$max_smem" ] || [ "${#want_ptx[@]}" -eq 0 ]; then
     bad "$name states no budget: it needs '// compile-gate: max-registers N', 'max-static-smem N' and 'ptx INSTR' lines"
     continue
+  fi
+
+  # One source for both builds: the emulated device compiles the same .cu with
+  # g++, which knows neither __global__ nor <<<>>>.
+  if grep -qE '__global__|<<<' "$cu"; then
+    bad "$name: declares or launches a kernel directly (__global__ / <<<>>>): use OT_KERNEL and OT_LAUNCH (include/ot_cuda/launch.h) so the emulated device builds it too"
+  else
+    ok "$name: kernels through OT_KERNEL / OT_LAUNCH"
   fi
 
   log="$work/$name.ptxas"
