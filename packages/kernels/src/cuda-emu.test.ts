@@ -78,6 +78,18 @@ describe.skipIf(forcedIsa !== undefined)("CUDA kernels without a GPU (packages/k
       "attention_cache_write_and_paged_attention_in_every_mode",
       "logprobs_matches_reference_and_cpu_backend_in_every_mode",
       "sample_draws_the_cpu_backends_tokens_in_every_mode",
+      "attention_train_matches_reference_in_every_mode",
+      "attention_train_matches_the_cpu_backend",
+      "lora_rows_matches_reference_and_cpu_backend_in_every_mode",
+      "gemm_f32_backward_input_matches_reference_in_every_mode",
+      "gemm_f32_backward_weight_matches_reference_in_every_mode",
+      "convert_f32_to_bf16_bit_exact_in_every_mode",
+      "row_ops_elementwise_in_every_mode",
+      "row_ops_sum_rows_in_every_mode",
+      "reference_kl_matches_reference_in_every_mode",
+      "unembed_matches_reference_and_cpu_backend_in_every_mode",
+      "score_matches_cpu_backend_in_every_mode",
+      "launchers_rmsnorm_matches_its_body_and_validates",
       "blaslt_reports_a_missing_symbol",
       "blaslt_gemm_row_major_mapping_by_value",
       "blaslt_gemm_destroys_everything_when_any_call_fails",
@@ -131,7 +143,9 @@ describe.skipIf(forcedIsa !== undefined)("CUDA kernels without a GPU (packages/k
       expect(result.output).toContain("FAIL spills.cu compute_80 PTX lacks mma.sync");
       expect(result.output).toMatch(/FAIL warns\.cu: nvcc failed:[\s\S]*declared but never referenced/);
       expect(result.output).toContain("FAIL unbudgeted.cu states no budget");
-      expect(result.output).toContain("FAIL warns.cu: declares or launches a kernel directly (__global__ / <<<>>>)");
+      expect(result.output).toContain(
+        "FAIL warns.cu: declares or launches a kernel directly (__global__ / <<<>>>)",
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -213,7 +213,7 @@ void check_rmsnorm() {
     const auto x = random_floats(size, -2.0f, 2.0f, 42 + s.cols), w = random_floats(s.cols, 0.5f, 1.5f, 43 + s.cols);
     const float eps = 1e-6f;
     Dev<float> dx(x), dw(w), dy(nan_floats(size));
-    CK(ot_cuda_rmsnorm_f32(dx.p, dw.p, dy.p, s.rows, s.cols, eps, nullptr));
+    CK(ot_cuda_rmsnorm_f32(dx.p, dw.p, dy.p, nullptr, s.rows, s.cols, eps, nullptr));
     const auto y = dy.get();
     Worst wst;
     for (int r = 0; r < s.rows; ++r) {

@@ -35,6 +35,7 @@
 // A_a[q, c] (c < dIn) is a[q·dIn + c]; B_a as [r, dOut] is b[c·r + q].
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -60,6 +61,12 @@ struct LoraGradF32 {
   float* da;
   float* db;
 };
+// The CUDA backend writes these tables from TypeScript (src/backend/cuda/lora-tables.ts): the layout is a contract.
+static_assert(sizeof(LoraAdapterF32) == 24 && offsetof(LoraAdapterF32, b) == 8 && offsetof(LoraAdapterF32, rank) == 16 &&
+                  offsetof(LoraAdapterF32, scale) == 20,
+              "LoraAdapterF32's layout is written by src/backend/cuda/lora-tables.ts");
+static_assert(sizeof(LoraGradF32) == 16 && offsetof(LoraGradF32, db) == 8,
+              "LoraGradF32's layout is written by src/backend/cuda/lora-tables.ts");
 struct LoraSegment {
   int row_begin;  // first row
   int rows;       // 1..kLoraSegRows

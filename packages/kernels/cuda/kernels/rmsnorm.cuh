@@ -2,6 +2,7 @@
 // run it in the CPU execution (test/test_rmsnorm.cpp).
 //
 //   y[r, c] = x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * w[c]
+//   inv_rms[r] = 1 / sqrt(mean_c(x[r, :]^2) + eps)   (when inv_rms is not null: the backward's input)
 //
 // One block per row (grid.x = rows); the block is a whole number of warps
 // (rmsnorm_block_threads) and has one float of dynamic shared memory per warp
@@ -24,7 +25,7 @@ OT_HD constexpr std::size_t rmsnorm_shared_bytes(int threads) {
 }
 
 template <class Ctx>
-OT_HD void rmsnorm_f32(Ctx& ctx, const float* x, const float* w, float* y, int cols, float eps) {
+OT_HD void rmsnorm_f32(Ctx& ctx, const float* x, const float* w, float* y, float* inv_rms, int cols, float eps) {
   const std::size_t row = ctx.block_idx().x;
   const int tid = static_cast<int>(ctx.thread_idx().x), stride = static_cast<int>(ctx.block_dim().x);
   const float* xr = x + row * static_cast<std::size_t>(cols);
@@ -35,8 +36,9 @@ OT_HD void rmsnorm_f32(Ctx& ctx, const float* x, const float* w, float* y, int c
   for (int c = tid; c < cols; c += stride) sum_sq = ot_cuda::fma(xr[c], xr[c], sum_sq);
   const float total = block_sum(ctx, sum_sq, shared_array<float>(ctx));
 
-  const float inv_rms = ot_cuda::rsqrt(total / static_cast<float>(cols) + eps);
-  for (int c = tid; c < cols; c += stride) yr[c] = xr[c] * inv_rms * w[c];
+  const float inv = ot_cuda::rsqrt(total / static_cast<float>(cols) + eps);
+  for (int c = tid; c < cols; c += stride) yr[c] = xr[c] * inv * w[c];
+  if (inv_rms != nullptr && tid == 0) inv_rms[row] = inv;
 }
 
 }  // namespace ot_cuda::kernels

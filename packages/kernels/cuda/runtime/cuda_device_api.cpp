@@ -96,6 +96,10 @@ class CudaDeviceApi final : public DeviceApi {
     return check(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), static_cast<cudaStream_t>(stream)),
                  "cudaMemcpyAsync(" + std::to_string(bytes) + " bytes)");
   }
+  Status memset_async(void* dst, int value, std::size_t bytes, StreamHandle stream) override {
+    return check(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)),
+                 "cudaMemsetAsync(" + std::to_string(bytes) + " bytes)");
+  }
   Status host_alloc_pinned(void** ptr, std::size_t bytes) override {
     return check(cudaMallocHost(ptr, bytes), "cudaMallocHost(" + std::to_string(bytes) + " bytes)");
   }

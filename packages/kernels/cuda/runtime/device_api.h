@@ -58,9 +58,10 @@ class DeviceApi {
   virtual Status stream_synchronize(StreamHandle stream) = 0;
   virtual Status stream_wait_event(StreamHandle stream, EventHandle event) = 0;
 
-  // cudaMemcpyAsync, and pinned host memory (cudaMallocHost / cudaFreeHost).
+  // cudaMemcpyAsync and cudaMemsetAsync, and pinned host memory (cudaMallocHost / cudaFreeHost).
   virtual Status memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
                               StreamHandle stream) = 0;
+  virtual Status memset_async(void* dst, int value, std::size_t bytes, StreamHandle stream) = 0;
   virtual Status host_alloc_pinned(void** ptr, std::size_t bytes) = 0;
   virtual Status host_free_pinned(void* ptr) = 0;
 };
@@ -69,5 +70,10 @@ class DeviceApi {
 // call that allocates or creates). Defined in cuda_device_api.cpp, which only
 // nvcc builds (the addon); the CPU-side tests never link it.
 std::unique_ptr<DeviceApi> make_cuda_device_api(int device);
+
+// The emulated device's (host_device_api.cpp): device memory is host memory,
+// every call completes before it returns, and mem_get_info reports
+// `total_bytes` less what is allocated, so budgets behave as on a device.
+std::unique_ptr<DeviceApi> make_host_device_api(std::size_t total_bytes);
 
 }  // namespace ot_cuda::runtime

@@ -109,6 +109,11 @@ struct FakeDevice final : DeviceApi {
     std::memcpy(dst, src, bytes);  // the fake's "device" is host memory
     return {};
   }
+  Status memset_async(void* dst, int value, std::size_t bytes, StreamHandle) override {
+    calls.push_back("memset_async");
+    std::memset(dst, value, bytes);
+    return {};
+  }
   Status host_alloc_pinned(void** p, std::size_t bytes) override {
     calls.push_back("host_alloc_pinned");
     *p = std::malloc(bytes);

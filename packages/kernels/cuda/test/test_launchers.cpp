@@ -41,19 +41,19 @@ TEST(launchers_rmsnorm_matches_its_body_and_validates) {
   const int threads = ot_cuda::kernels::rmsnorm_block_threads(cols);
   ot_cuda::emu::launch(ot_cuda::Dim3{rows}, ot_cuda::Dim3{static_cast<unsigned>(threads)},
                        ot_cuda::kernels::rmsnorm_shared_bytes(threads), {}, [&](auto& ctx) {
-                         ot_cuda::kernels::rmsnorm_f32(ctx, x.data(), w.data(), by_hand.data(), cols, 1e-6f);
+                         ot_cuda::kernels::rmsnorm_f32(ctx, x.data(), w.data(), by_hand.data(), nullptr, cols, 1e-6f);
                        });
   for (const auto& mode : ot_test::op_modes()) {
     std::fill(launched.begin(), launched.end(), kNaN);
     with_device_options(mode.options, [&] {
-      CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), launched.data(), rows, cols, 1e-6f, nullptr), cudaSuccess);
+      CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), launched.data(), nullptr, rows, cols, 1e-6f, nullptr), cudaSuccess);
     });
     CHECK(launched == by_hand);
   }
-  CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), launched.data(), -1, cols, 1e-6f, nullptr), cudaErrorInvalidValue);
-  CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), launched.data(), rows, 0, 1e-6f, nullptr), cudaErrorInvalidValue);
+  CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), launched.data(), nullptr, -1, cols, 1e-6f, nullptr), cudaErrorInvalidValue);
+  CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), launched.data(), nullptr, rows, 0, 1e-6f, nullptr), cudaErrorInvalidValue);
   std::vector<float> untouched(1, kNaN);
-  CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), untouched.data(), 0, cols, 1e-6f, nullptr), cudaSuccess);
+  CHECK_EQ(ot_cuda_rmsnorm_f32(x.data(), w.data(), untouched.data(), nullptr, 0, cols, 1e-6f, nullptr), cudaSuccess);
   CHECK(std::isnan(untouched[0]));
 }
 

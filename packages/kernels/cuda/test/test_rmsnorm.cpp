@@ -1,5 +1,5 @@
 // kernels/rmsnorm.cuh in the CPU execution, in every checking mode, against a
-// plain double-precision reference (<= 1e-5 relative per element).
+// plain double-precision reference (<= 1e-5 relative per element of y and inv_rms).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,17 +39,26 @@ double run(const Shape& s, const ot_cuda::emu::Options& options, std::uint64_t d
   const float eps = 1e-6f;
   // Poisoned output: an element the kernel forgets to write fails the check.
   std::vector<float> y(x.size(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> inv(static_cast<std::size_t>(s.rows), std::numeric_limits<float>::quiet_NaN());
 
   const int threads = ot_cuda::kernels::rmsnorm_block_threads(s.cols);
   ot_cuda::emu::launch(ot_cuda::Dim3{static_cast<unsigned>(s.rows)}, ot_cuda::Dim3{static_cast<unsigned>(threads)},
                        ot_cuda::kernels::rmsnorm_shared_bytes(threads), options, [&](auto& ctx) {
-                         ot_cuda::kernels::rmsnorm_f32(ctx, x.data(), w.data(), y.data(), s.cols, eps);
+                         ot_cuda::kernels::rmsnorm_f32(ctx, x.data(), w.data(), y.data(), inv.data(), s.cols, eps);
                        });
 
   const auto ref = reference(x, w, s.rows, s.cols, eps);
   double worst = 0;
   for (std::size_t i = 0; i < y.size(); ++i) {
     const double err = std::abs(double(y[i]) - ref[i]) / std::max(std::abs(ref[i]), 1e-30);
+    if (!(err <= worst)) worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+  }
+  // inv_rms, the backward's input: 1 / sqrt(mean(x²) + eps) per row.
+  for (int r = 0; r < s.rows; ++r) {
+    double ss = 0;
+    for (int c = 0; c < s.cols; ++c) ss += double(x[r * s.cols + c]) * x[r * s.cols + c];
+    const double want = 1.0 / std::sqrt(ss / s.cols + eps);
+    const double err = std::abs(double(inv[r]) - want) / want;
     if (!(err <= worst)) worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
   }
   return worst;
