@@ -14,7 +14,10 @@ export const ZWorkerEnv = z.object({
    * calls), and more jobs at once would only share the same few cores.
    */
   WORKER_CAPACITY: z.coerce.number().int().positive().default(4),
-  /** The device it computes on: auto (the best that loads; the CPU today), cpu, or cuda:N. */
+  /**
+   * The device it computes on: auto (the best that loads; the CPU until the CUDA
+   * backend is verified on a GPU), cpu, cuda:N (GPU N), or cuda-emulated (tests).
+   */
   WORKER_DEVICE: z
     .string()
     .default("auto")

@@ -165,26 +165,36 @@ const compiles = kernels.map((cu) => {
     object,
   ]);
 });
-const binding = path.join(work, "probe_binding.o");
-objects.push(binding);
-compiles.push(
-  step(nvcc, [
-    "-std=c++17",
-    "-O2",
-    ...hostFlags,
-    "-Xcompiler",
-    "-fexceptions,-Wall,-Wextra",
-    "-DNAPI_VERSION=8",
-    "-DNODE_ADDON_API_DISABLE_DEPRECATED",
-    "-DNAPI_CPP_EXCEPTIONS",
-    `-I${headers}`,
-    `-I${addonApi}`,
-    "-c",
-    path.join(cudaDir, "addon", "probe_binding.cc"),
-    "-o",
-    binding,
-  ]),
-);
+// The Node-API side (probe, and the Device of addon/device_binding.cc) and the
+// runtime layer it owns: host code, compiled by nvcc's host compiler.
+const hostSources = [
+  path.join("addon", "probe_binding.cc"),
+  path.join("addon", "device_binding.cc"),
+  path.join("runtime", "allocator.cpp"),
+  path.join("runtime", "cuda_device_api.cpp"),
+];
+for (const source of hostSources) {
+  const object = path.join(work, `${path.basename(source).replace(/\.\w+$/, "")}.host.o`);
+  objects.push(object);
+  compiles.push(
+    step(nvcc, [
+      "-std=c++20",
+      "-O2",
+      ...hostFlags,
+      "-Xcompiler",
+      "-fexceptions,-Wall,-Wextra",
+      "-DNAPI_VERSION=8",
+      "-DNODE_ADDON_API_DISABLE_DEPRECATED",
+      "-DNAPI_CPP_EXCEPTIONS",
+      `-I${headers}`,
+      `-I${addonApi}`,
+      "-c",
+      path.join(cudaDir, source),
+      "-o",
+      object,
+    ]),
+  );
+}
 
 let failure;
 try {

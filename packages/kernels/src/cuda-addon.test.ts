@@ -55,11 +55,13 @@ describe.skipIf(forcedIsa !== undefined)("the CUDA addon (build-cuda/opentinker_
   it.skipIf(nvcc === null || hasDriver)(
     "loads in a plain Node process and probe() reports the missing driver in one line",
     () => {
-      const script = `const a = require(${JSON.stringify(CUDA_ADDON_FILE)}); process.stdout.write(JSON.stringify({ probe: a.probe(), kernels: a.kernels }));`;
+      const script = `const a = require(${JSON.stringify(CUDA_ADDON_FILE)}); let opened = null; try { a.openDevice(0); } catch (e) { opened = e.message; } process.stdout.write(JSON.stringify({ probe: a.probe(), launchers: a.launchers, opened }));`;
       const run = spawnSync(process.execPath, ["-e", script], { encoding: "utf8" });
       expect(run.stderr).toBe("");
       expect(run.status).toBe(0);
-      const { probe, kernels } = JSON.parse(run.stdout);
+      const { probe, launchers, opened } = JSON.parse(run.stdout);
+      // Opening a device without a driver is one line naming it and the error.
+      expect(opened).toBe(`cuda:0: ${probe.error}`);
       // Every launcher kernels/launchers.h declares is linked in and listed.
       const declared = [
         ...readFileSync(path.join(PACKAGE_DIR, "cuda", "kernels", "launchers.h"), "utf8").matchAll(
@@ -67,7 +69,7 @@ describe.skipIf(forcedIsa !== undefined)("the CUDA addon (build-cuda/opentinker_
         ),
       ].map((match) => match[1]);
       expect(declared.length).toBeGreaterThan(1);
-      expect([...kernels].sort()).toEqual(declared.sort());
+      expect([...launchers].sort()).toEqual(declared.sort());
       expect(probe.ok).toBe(false);
       expect([35, 100]).toContain(probe.code);
       expect(probe.error).toMatch(NO_DRIVER);

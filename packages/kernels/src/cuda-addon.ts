@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { CudaDeviceHandle } from "./backend/cuda/device.ts";
 import { readKernelsEnv } from "./env.ts";
 
 const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -41,8 +42,10 @@ export interface CudaProbe {
 
 export interface CudaAddon {
   probe(): CudaProbe;
-  /** The kernel launchers this build carries (e.g. "rmsnorm_f32"), not yet bound to ops. */
-  kernels: string[];
+  /** The kernel launchers this build carries (e.g. "rmsnorm_f32"), which a device's launch() takes. */
+  launchers: string[];
+  /** GPU `index` as a device (backend/cuda/device.ts); throws one line when it cannot be opened. */
+  openDevice(index: number): CudaDeviceHandle;
 }
 
 /** The addon and its probe when there is a usable device, else one line saying why not. */

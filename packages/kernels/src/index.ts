@@ -64,6 +64,7 @@ export {
   type Weight,
 } from "./backend/buffer.ts";
 export { CpuBackend } from "./backend/cpu.ts";
+export { CudaBackend } from "./backend/cuda/cuda.ts";
 export {
   type DeviceChoice,
   parseDeviceChoice,

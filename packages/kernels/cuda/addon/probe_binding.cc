@@ -13,43 +13,12 @@
 
 #include <string>
 
-// The launchers compiled from kernels/*.cu (referenced below, so a link that
-// lost them fails here rather than at the first op).
-#include "../kernels/launchers.h"
+#include "device_binding.h"
 
-namespace {
-
-// The launchers this build carries, by name (bound to ops with the CUDA backend).
-struct Launcher {
-  const char* name;
-  const void* entry;
-};
-const Launcher kLaunchers[] = {
-    {"rmsnorm_f32", reinterpret_cast<const void*>(&ot_cuda_rmsnorm_f32)},
-    {"rmsnorm_backward_f32", reinterpret_cast<const void*>(&ot_cuda_rmsnorm_backward_f32)},
-    {"rope_forward_f32", reinterpret_cast<const void*>(&ot_cuda_rope_forward_f32)},
-    {"rope_backward_f32", reinterpret_cast<const void*>(&ot_cuda_rope_backward_f32)},
-    {"swiglu_forward_f32", reinterpret_cast<const void*>(&ot_cuda_swiglu_forward_f32)},
-    {"swiglu_backward_f32", reinterpret_cast<const void*>(&ot_cuda_swiglu_backward_f32)},
-    {"embedding_forward_f32", reinterpret_cast<const void*>(&ot_cuda_embedding_forward_f32)},
-    {"embedding_backward_f32", reinterpret_cast<const void*>(&ot_cuda_embedding_backward_f32)},
-    {"adamw_step_f32", reinterpret_cast<const void*>(&ot_cuda_adamw_step_f32)},
-    {"sum_of_squares_f32", reinterpret_cast<const void*>(&ot_cuda_sum_of_squares_f32)},
-    {"gemm_bf16_xwt", reinterpret_cast<const void*>(&ot_cuda_gemm_bf16_xwt)},
-    {"gemm_bf16_backward_input", reinterpret_cast<const void*>(&ot_cuda_gemm_bf16_backward_input)},
-    {"gemm_bf16_backward_weight", reinterpret_cast<const void*>(&ot_cuda_gemm_bf16_backward_weight)},
-    {"gemm_f32_xwt", reinterpret_cast<const void*>(&ot_cuda_gemm_f32_xwt)},
-    {"lora_forward_f32", reinterpret_cast<const void*>(&ot_cuda_lora_forward_f32)},
-    {"lora_backward_f32", reinterpret_cast<const void*>(&ot_cuda_lora_backward_f32)},
-    {"cache_write_f32", reinterpret_cast<const void*>(&ot_cuda_cache_write_f32)},
-    {"paged_attention_f32", reinterpret_cast<const void*>(&ot_cuda_paged_attention_f32)},
-    {"log_softmax_gather_f32", reinterpret_cast<const void*>(&ot_cuda_log_softmax_gather_f32)},
-    {"log_softmax_gather_backward_f32", reinterpret_cast<const void*>(&ot_cuda_log_softmax_gather_backward_f32)},
-    {"sample_rows_f32", reinterpret_cast<const void*>(&ot_cuda_sample_rows_f32)},
-};
+namespace ot_cuda::addon {
 
 // "cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version"
-std::string describe(cudaError_t error) {
+std::string describe_error(cudaError_t error) {
   const char* name = cudaGetErrorName(error);
   const char* text = cudaGetErrorString(error);
   std::string line = name ? name : "cudaError";
@@ -57,6 +26,8 @@ std::string describe(cudaError_t error) {
   if (text) line += std::string(": ") + text;
   return line;
 }
+
+namespace {
 
 Napi::Value Probe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -78,7 +49,7 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   auto fail = [&](cudaError_t error) {
     result.Set("ok", Napi::Boolean::New(env, false));
     result.Set("code", Napi::Number::New(env, static_cast<int>(error)));
-    result.Set("error", Napi::String::New(env, describe(error)));
+    result.Set("error", Napi::String::New(env, describe_error(error)));
     // The runtime keeps a sticky copy of the last error; clear it for whoever calls next.
     (void)cudaGetLastError();
     return result;
@@ -106,17 +77,29 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   return result;
 }
 
-Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New(env, Probe, "probe"));
-  Napi::Array kernels = Napi::Array::New(env);
-  uint32_t count = 0;
-  for (const Launcher& launcher : kLaunchers) {
-    if (launcher.entry != nullptr) kernels.Set(count++, Napi::String::New(env, launcher.name));
+// A GPU as a Device: the CUDA runtime's DeviceApi on it, after checking it exists.
+OpenedDevice open_cuda(int index) {
+  OpenedDevice d;
+  cudaDeviceProp prop{};
+  const cudaError_t error = cudaGetDeviceProperties(&prop, index);
+  if (error != cudaSuccess) {
+    d.error = "cuda:" + std::to_string(index) + ": " + describe_error(error);
+    (void)cudaGetLastError();
+    return d;
   }
-  exports.Set("kernels", kernels);
-  return exports;
+  d.api = runtime::make_cuda_device_api(index);
+  d.name = "cuda:" + std::to_string(index);
+  d.description = prop.name;
+  return d;
 }
 
 }  // namespace
+}  // namespace ot_cuda::addon
+
+static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("probe", Napi::Function::New(env, ot_cuda::addon::Probe, "probe"));
+  ot_cuda::addon::register_device(env, exports, ot_cuda::addon::open_cuda);
+  return exports;
+}
 
 NODE_API_MODULE(opentinker_kernels_cuda, Init)

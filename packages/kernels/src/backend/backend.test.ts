@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { type CudaAddonLoad, type CudaDevice, type CudaProbe, probeReason } from "../cuda-addon.ts";
 import { embedding, rmsNorm } from "../ops/elementwise.ts";
@@ -9,6 +10,8 @@ import { randomF32, rng } from "../test-utils.ts";
 import type { Backend } from "./backend.ts";
 import { elementCount } from "./buffer.ts";
 import { CpuBackend } from "./cpu.ts";
+import { CudaBackend } from "./cuda/cuda.ts";
+import { CUDA_EMU_ADDON_FILE, openEmulatedDevice } from "./cuda/device.ts";
 import { parseDeviceChoice, selectBackend } from "./select.ts";
 import { HostAccessError, StrictBackend } from "./strict.ts";
 
@@ -203,13 +206,14 @@ describe("the device seam", () => {
 });
 
 describe("choosing a device", () => {
-  it("accepts auto, cpu and cuda:N, and names anything else", () => {
+  it("accepts auto, cpu, cuda:N and cuda-emulated, and names anything else", () => {
     expect(parseDeviceChoice("cuda:1")).toBe("cuda:1");
+    expect(parseDeviceChoice("cuda-emulated")).toBe("cuda-emulated");
     expect(() => parseDeviceChoice("gpu")).toThrow('WORKER_DEVICE="gpu": expected auto, cpu or cuda:N');
     expect(() => parseDeviceChoice("cuda:01")).toThrow(/expected auto, cpu or cuda:N/);
   });
 
-  it("auto falls back to the CPU saying why in one line; cuda:N is refused until the CUDA backend lands", () => {
+  it("auto falls back to the CPU saying why in one line; cuda:N without a usable device is refused", () => {
     // This machine's own CUDA addon, whatever it finds (src/cuda-addon.test.ts checks the no-driver case).
     const auto = selectBackend("auto");
     expect(auto.backend.device.kind).toBe("cpu");
@@ -217,7 +221,7 @@ describe("choosing a device", () => {
     expect(auto.fallback).not.toContain("\n");
     expect(selectBackend("cpu").fallback).toBeNull();
     expect(() => selectBackend("cuda:0")).toThrow(
-      /^WORKER_DEVICE=cuda:0: (no usable CUDA device 0 \(.+\)|this build has no CUDA backend yet .*); use auto or cpu$/,
+      /^WORKER_DEVICE=cuda:0: no usable CUDA device 0 \(.+\); use auto or cpu$/,
     );
   });
 
@@ -229,7 +233,16 @@ describe("choosing a device", () => {
     driverVersion: devices.length > 0 ? 13000 : 0,
     devices,
   });
-  const addon = { probe: () => probe([]), kernels: [] };
+  // A fake addon whose device is the emulated one, where it was built.
+  const addon = {
+    probe: () => probe([]),
+    launchers: [],
+    openDevice: (index: number) => {
+      if (!existsSync(CUDA_EMU_ADDON_FILE))
+        throw new Error(`cuda:${index}: the emulated device is not built`);
+      return openEmulatedDevice();
+    },
+  };
 
   it("without a usable CUDA device, auto says the probe's reason and cuda:N is refused with it", () => {
     const noDriver = probe(
@@ -262,7 +275,7 @@ describe("choosing a device", () => {
     );
   });
 
-  it("with a GPU, auto still takes the CPU until GPU workers, and cuda:N names the devices there are", () => {
+  it("with a GPU, auto still takes the CPU until the CUDA backend is verified on one; cuda:N opens it", () => {
     const h100 = {
       index: 0,
       name: "NVIDIA H100 80GB HBM3",
@@ -274,11 +287,14 @@ describe("choosing a device", () => {
     const auto = selectBackend("auto", cuda);
     expect(auto.backend.device.kind).toBe("cpu");
     expect(auto.fallback).toBe(
-      "device auto: cuda:0 is NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB), but this build has no CUDA backend yet (it arrives with GPU workers); using the CPU",
+      "device auto: cuda:0 is NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB), but auto takes the CUDA backend only once it is verified on a GPU (set WORKER_DEVICE=cuda:0 to use it); using the CPU",
     );
-    expect(() => selectBackend("cuda:0", cuda)).toThrow(
-      "WORKER_DEVICE=cuda:0: this build has no CUDA backend yet (it arrives with GPU workers); use auto or cpu",
-    );
+    if (existsSync(CUDA_EMU_ADDON_FILE)) {
+      const opened = selectBackend("cuda:0", cuda);
+      expect(opened.backend).toBeInstanceOf(CudaBackend);
+      expect(opened.backend.device.name).toBe("cuda:0");
+      expect(selectBackend("cuda-emulated").backend.device.description).toMatch(/emulated/);
+    }
     expect(() => selectBackend("cuda:2", cuda)).toThrow(
       "WORKER_DEVICE=cuda:2: no CUDA device 2 here (this machine has 1: cuda:0); use auto or cpu",
     );

@@ -37,15 +37,15 @@ OT_FORCEINLINE Dim3 launch_dim(T v) {
 
 #if defined(__CUDACC__)
 
-#define OT_KERNEL(name, bounds, params, ...)          \
+#define OT_KERNEL(name, bounds, params, ...)             \
   __global__ void __launch_bounds__ bounds name params { \
-    ot_cuda::DeviceCtx ctx;                                 \
-    __VA_ARGS__;                                            \
+    ot_cuda::DeviceCtx ctx;                              \
+    __VA_ARGS__;                                         \
   }
 
-#define OT_LAUNCH(name, grid, block, shared_bytes, stream, ...)                                      \
+#define OT_LAUNCH(name, grid, block, shared_bytes, stream, ...)                                            \
   (name<<<ot_cuda::device_dim(ot_cuda::launch_dim(grid)), ot_cuda::device_dim(ot_cuda::launch_dim(block)), \
-          (shared_bytes), (stream)>>>(__VA_ARGS__),                                                  \
+          (shared_bytes), (stream)>>>(__VA_ARGS__),                                                        \
    cudaGetLastError())
 
 namespace ot_cuda {
@@ -67,18 +67,18 @@ void check_launch_bounds(const char* kernel, unsigned max_threads, Dim3 block);
 #define OT_CUDA_FIRST(...) OT_CUDA_FIRST_(__VA_ARGS__, 0)
 #define OT_CUDA_FIRST_(first, ...) first
 
-#define OT_KERNEL(name, bounds, params, ...)                  \
-  inline constexpr unsigned name##_max_threads = (OT_CUDA_FIRST bounds);    \
-  static_assert(name##_max_threads > 0 && name##_max_threads <= 1024); \
-  template <class Ctx>                                             \
-  void name(Ctx& ctx, OT_CUDA_UNPAREN params) {                    \
-    __VA_ARGS__;                                                   \
+#define OT_KERNEL(name, bounds, params, ...)                             \
+  inline constexpr unsigned name##_max_threads = (OT_CUDA_FIRST bounds); \
+  static_assert(name##_max_threads > 0 && name##_max_threads <= 1024);   \
+  template <class Ctx>                                                   \
+  void name(Ctx& ctx, OT_CUDA_UNPAREN params) {                          \
+    __VA_ARGS__;                                                         \
   }
 
 #define OT_LAUNCH(name, grid, block, shared_bytes, stream, ...)                                              \
-  ((void)(stream), ot_cuda::emu::check_launch_bounds(#name, name##_max_threads, ot_cuda::launch_dim(block)),   \
-   ot_cuda::emu::launch(ot_cuda::launch_dim(grid), ot_cuda::launch_dim(block), (shared_bytes),                 \
-                        ot_cuda::emu::device_options(), [=](auto& ctx) { name(ctx, __VA_ARGS__); }),          \
+  ((void)(stream), ot_cuda::emu::check_launch_bounds(#name, name##_max_threads, ot_cuda::launch_dim(block)), \
+   ot_cuda::emu::launch(ot_cuda::launch_dim(grid), ot_cuda::launch_dim(block), (shared_bytes),               \
+                        ot_cuda::emu::device_options(), [=](auto& ctx) { name(ctx, __VA_ARGS__); }),         \
    cudaGetLastError())
 
 #else
