@@ -8,7 +8,7 @@
 // Never breaks an install: what is missing or failed is one line, exit 0,
 // unless --strict (`npm run build:cuda-emu`). The log is build-cuda/emu-build.log.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -67,7 +67,9 @@ run("cmake", [
   `-DOT_NODE_ADDON_API=${addonApi}`,
 ]);
 run("cmake", ["--build", buildDir, "--target", "opentinker_kernels_cuda_emu", "-j", "2"]);
-copyFileSync(path.join(buildDir, "opentinker_kernels_cuda_emu.node"), outFile);
+// A new file renamed over the old: a process that has the old one loaded keeps its mapping.
+copyFileSync(path.join(buildDir, "opentinker_kernels_cuda_emu.node"), `${outFile}.tmp`);
+renameSync(`${outFile}.tmp`, outFile);
 writeFileSync(logFile, `${log.join("\n")}\n`);
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
 console.log(

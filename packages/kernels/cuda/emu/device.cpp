@@ -3,18 +3,15 @@
 // memory is host memory here, so a memset is a memset.
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "../include/ot_cuda/launch.h"
 
 namespace ot_cuda::emu {
 
+// One worker: the engine's launches are small, and a launch on several workers
+// starts that many OS threads.
 Options& device_options() {
-  static Options options = [] {
-    Options o;
-    o.workers = std::max(1u, std::thread::hardware_concurrency());
-    return o;
-  }();
+  static Options options;
   return options;
 }
 

@@ -10,6 +10,8 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/stack_context.hpp>
 #include <exception>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -80,6 +82,15 @@ class StackPool {
   std::size_t allocated_ = 0;
   std::vector<void*> free_;
 };
+
+// This OS thread's pool for stacks of `usable` bytes, kept across launches: a
+// launch then costs no mmap (the engine's steps are thousands of small launches).
+StackPool& thread_stack_pool(std::size_t usable) {
+  thread_local std::map<std::size_t, std::unique_ptr<StackPool>> pools;
+  std::unique_ptr<StackPool>& pool = pools[usable];
+  if (!pool) pool = std::make_unique<StackPool>(usable);
+  return *pool;
+}
 
 // boost::context's StackAllocator concept over the pool.
 struct PoolAlloc {
@@ -227,13 +238,13 @@ float bf16_to_f32(std::uint32_t bits16) {
 
 }  // namespace
 
-// Runs blocks one at a time on the calling OS thread; its stacks, shared
-// memory and race log are reused from one block to the next.
+// Runs blocks one at a time on the calling OS thread; its shared memory and
+// race log are reused from one block to the next, its stacks across launches.
 class Block {
  public:
   explicit Block(const Launch& launch)
       : launch_(launch),
-        pool_(launch.options.stack_bytes),
+        pool_(thread_stack_pool(launch.options.stack_bytes)),
         threads_(launch.threads),
         warps_((launch.threads + kWarpSize - 1) / kWarpSize),
         smem_(new (std::align_val_t{128}) unsigned char[std::max<std::size_t>(launch.shared_bytes, 1)]),
@@ -295,7 +306,7 @@ class Block {
   }
 
   const Launch& launch_;
-  StackPool pool_;
+  StackPool& pool_;
   std::vector<ThreadRec> threads_;
   std::vector<WarpSlot> warps_;
   unsigned char* smem_;

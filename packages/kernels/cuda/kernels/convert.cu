@@ -24,6 +24,11 @@ OT_KERNEL(ot_convert_bf16_to_f32_kernel, (k::kElementwiseThreads),
           (const std::uint16_t* __restrict__ x, float* __restrict__ y, std::int64_t count),
           k::convert_bf16_to_f32(ctx, x, y, count))
 
+OT_KERNEL(ot_convert_f32_to_bf16_split_kernel, (k::kElementwiseThreads),
+          (const float* __restrict__ x, std::uint16_t* __restrict__ hi, std::uint16_t* __restrict__ lo,
+           std::int64_t count),
+          k::convert_f32_to_bf16_split(ctx, x, hi, lo, count))
+
 // y[i] = x[i] rounded to bf16 (uint16 bits), i < count. count >= 0; 0 launches nothing.
 extern "C" cudaError_t ot_cuda_convert_f32_to_bf16(const float* x, std::uint16_t* y, std::int64_t count,
                                                    cudaStream_t stream) {
@@ -40,4 +45,13 @@ extern "C" cudaError_t ot_cuda_convert_bf16_to_f32(const std::uint16_t* x, float
   if (count == 0) return cudaSuccess;
   return OT_LAUNCH(ot_convert_bf16_to_f32_kernel, k::convert_blocks(count), k::kElementwiseThreads, 0, stream, x, y,
                    count);
+}
+
+// hi[i] + lo[i] = x[i] to about 2^-17 (convert_f32_to_bf16_split), i < count.
+extern "C" cudaError_t ot_cuda_convert_f32_to_bf16_split(const float* x, std::uint16_t* hi, std::uint16_t* lo,
+                                                         std::int64_t count, cudaStream_t stream) {
+  if (count < 0) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  return OT_LAUNCH(ot_convert_f32_to_bf16_split_kernel, k::elementwise_blocks(count), k::kElementwiseThreads, 0, stream,
+                   x, hi, lo, count);
 }

@@ -142,4 +142,20 @@ OT_HD void convert_bf16_to_f32(Ctx& ctx, const std::uint16_t* x, float* y, std::
   for (std::int64_t i = done + first; i < count; i += stride) y[i] = f32_from_bf16(x[i]);
 }
 
+// x as two bf16s whose sum is x to about 2^-17 relative: hi = bf16(x), lo =
+// bf16(x − hi) (x − hi is exact in f32). Two tensor-core products, hi·W and
+// lo·W, then carry f32 activations against a bf16 weight to nearly f32
+// accuracy (the CPU widens W and keeps x in f32). Non-finite x: lo = 0.
+template <class Ctx>
+OT_HD void convert_f32_to_bf16_split(Ctx& ctx, const float* x, std::uint16_t* hi, std::uint16_t* lo,
+                                     std::int64_t count) {
+  for (std::int64_t i = grid_index(ctx), stride = grid_stride(ctx); i < count; i += stride) {
+    const float v = x[i];
+    const std::uint16_t h = bf16_from_f32_rne(v);
+    const float rest = v - f32_from_bf16(h);
+    hi[i] = h;
+    lo[i] = rest == rest && rest - rest == 0.0f ? bf16_from_f32_rne(rest) : std::uint16_t{0};
+  }
+}
+
 }  // namespace ot_cuda::kernels

@@ -14,6 +14,11 @@ OT_KERNEL(ot_embedding_forward_f32_kernel, (256),
           (const std::int32_t* __restrict__ ids, const float* __restrict__ table, float* __restrict__ out, int d),
           k::embedding_forward_f32(ctx, ids, table, out, d))
 
+OT_KERNEL(ot_embedding_forward_bf16_kernel, (256),
+          (const std::int32_t* __restrict__ ids, const std::uint16_t* __restrict__ table, float* __restrict__ out,
+           int d),
+          k::embedding_forward_bf16(ctx, ids, table, out, d))
+
 OT_KERNEL(ot_embedding_backward_f32_kernel, (256),
           (const std::int32_t* __restrict__ ids, const float* __restrict__ d_out, float* __restrict__ d_table, int d),
           k::embedding_backward_f32(ctx, ids, d_out, d_table, d))
@@ -23,6 +28,13 @@ extern "C" cudaError_t ot_cuda_embedding_forward_f32(const std::int32_t* ids, co
   if (n < 0 || d <= 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   return OT_LAUNCH(ot_embedding_forward_f32_kernel, n, k::embedding_block_threads(d), 0, stream, ids, table, out, d);
+}
+
+extern "C" cudaError_t ot_cuda_embedding_forward_bf16(const std::int32_t* ids, const std::uint16_t* table, float* out,
+                                                      int n, int d, cudaStream_t stream) {
+  if (n < 0 || d <= 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  return OT_LAUNCH(ot_embedding_forward_bf16_kernel, n, k::embedding_block_threads(d), 0, stream, ids, table, out, d);
 }
 
 // d_table += scatter of d_out by ids (d_table is not zeroed here).

@@ -1,7 +1,7 @@
 // Token embedding, written once (device target embedding.cu, tests
 // test/test_embedding.cpp), as ../../src/cpu/embedding.cc:
 //
-//   forward   out[i, :] = table[ids[i], :]
+//   forward   out[i, :] = table[ids[i], :]   (a bf16 table widened to f32, exactly)
 //   backward  d_table[ids[i], :] += d_out[i, :]
 //
 // One block per token i (grid.x = n); threads stride over the d columns, so
@@ -13,6 +13,7 @@
 #pragma once
 
 #include "../include/ot_cuda/ctx.h"
+#include "convert.cuh"
 
 namespace ot_cuda::kernels {
 
@@ -29,6 +30,17 @@ OT_HD void embedding_forward_f32(Ctx& ctx, const std::int32_t* ids, const float*
   float* dst = out + i * d;
   for (int c = static_cast<int>(ctx.thread_idx().x), s = static_cast<int>(ctx.block_dim().x); c < d; c += s) {
     dst[c] = src[c];
+  }
+}
+
+// The same gather from a bf16 table (the engine's frozen embeddings).
+template <class Ctx>
+OT_HD void embedding_forward_bf16(Ctx& ctx, const std::int32_t* ids, const std::uint16_t* table, float* out, int d) {
+  const std::int64_t i = ctx.block_idx().x;
+  const std::uint16_t* src = table + static_cast<std::int64_t>(ids[i]) * d;
+  float* dst = out + i * d;
+  for (int c = static_cast<int>(ctx.thread_idx().x), s = static_cast<int>(ctx.block_dim().x); c < d; c += s) {
+    dst[c] = f32_from_bf16(src[c]);
   }
 }
 

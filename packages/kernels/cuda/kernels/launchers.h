@@ -30,6 +30,8 @@ cudaError_t ot_cuda_swiglu_backward_f32(const float* d_out, const float* gate, c
                                         float* d_up, std::int64_t count, cudaStream_t stream);
 cudaError_t ot_cuda_embedding_forward_f32(const std::int32_t* ids, const float* table, float* out, int n, int d,
                                           cudaStream_t stream);
+cudaError_t ot_cuda_embedding_forward_bf16(const std::int32_t* ids, const std::uint16_t* table, float* out, int n,
+                                           int d, cudaStream_t stream);
 cudaError_t ot_cuda_embedding_backward_f32(const std::int32_t* ids, const float* d_out, float* d_table, int n, int d,
                                            cudaStream_t stream);
 cudaError_t ot_cuda_adamw_step_f32(float* param, const float* grad, float* m, float* v, std::int64_t count, double lr,
@@ -108,6 +110,8 @@ cudaError_t ot_cuda_gemm_f32_backward_input(const float* dy, const float* w, flo
 cudaError_t ot_cuda_gemm_f32_backward_weight(const float* dy, const float* x, float* dw, int m, int n, int k,
                                              int accumulate, cudaStream_t stream);
 cudaError_t ot_cuda_convert_f32_to_bf16(const float* x, std::uint16_t* y, std::int64_t count, cudaStream_t stream);
+cudaError_t ot_cuda_convert_f32_to_bf16_split(const float* x, std::uint16_t* hi, std::uint16_t* lo, std::int64_t count,
+                                              cudaStream_t stream);
 cudaError_t ot_cuda_convert_bf16_to_f32(const std::uint16_t* x, float* y, std::int64_t count, cudaStream_t stream);
 cudaError_t ot_cuda_lora_rows_forward_f32(const float* x, float* y, int n, int d_in, int d_out,
                                           const std::int32_t* slots, const ot_cuda::kernels::LoraAdapterF32* adapters,

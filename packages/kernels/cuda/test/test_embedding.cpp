@@ -7,6 +7,7 @@
 
 #include "../../src/cpu/elementwise.h"
 #include "../kernels/embedding.cuh"
+#include "bf16.h"
 #include "op_check.h"
 
 namespace {
@@ -36,6 +37,21 @@ void run(int n, int d, int vocab, bool all_same, const emu::Mode& mode) {
     for (int c = 0; c < d; ++c) forward_wrong += !(out[std::size_t(i) * d + c] == table[std::size_t(ids[i]) * d + c]);
   }
   if (forward_wrong != 0) ot_test::fail(__FILE__, __LINE__, what + ": forward rows are not the table's rows");
+
+  // A bf16 table: each row widened exactly.
+  std::vector<std::uint16_t> table_b(table_size);
+  for (std::size_t j = 0; j < table_size; ++j) table_b[j] = ot_test::to_bf16(table[j]);
+  auto out_b = ot_test::nan_floats(out_size);
+  emu::launch(ot_cuda::Dim3{static_cast<unsigned>(n)}, ot_cuda::Dim3{threads}, 0, mode.options,
+              [&](auto& ctx) { k::embedding_forward_bf16(ctx, ids.data(), table_b.data(), out_b.data(), d); });
+  int bf16_wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < d; ++c) {
+      const double want = ot_test::from_bf16(table_b[std::size_t(ids[i]) * d + c]);
+      bf16_wrong += !(out_b[std::size_t(i) * d + c] == want);
+    }
+  }
+  if (bf16_wrong != 0) ot_test::fail(__FILE__, __LINE__, what + ": bf16 forward rows are not the table's rows widened");
 
   std::vector<double> ref(dt0.begin(), dt0.end()), mag(table_size);
   for (std::size_t j = 0; j < table_size; ++j) mag[j] = std::abs(ref[j]);

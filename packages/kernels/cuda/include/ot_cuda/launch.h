@@ -56,7 +56,7 @@ OT_FORCEINLINE dim3 device_dim(Dim3 d) { return dim3(d.x, d.y, d.z); }
 
 namespace ot_cuda::emu {
 // The options every emulated-device launch runs with (default: none of the
-// checks, blocks across the machine's cores); tests may turn checks on.
+// checks, one worker); tests may turn checks on.
 Options& device_options();
 
 // A block larger than the kernel's __launch_bounds__ fails to launch on a
