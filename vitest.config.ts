@@ -3,6 +3,9 @@ import { defineConfig } from "vitest/config";
 /** The engine's suites that run a second time on the strict backend (packages/engine/src/testing/strict-default.ts). */
 const STRICT_SUITES = ["packages/engine/src/{nn,sampler,trainer,session,clients}/**/*.test.ts"];
 
+/** The engine's suites that run a third time on the CUDA backend over the emulated device (cuda-emulated-default.ts). */
+const CUDA_EMULATED_SUITES = STRICT_SUITES;
+
 export default defineConfig({
   test: {
     exclude: ["**/node_modules/**", "**/generated/**"],
@@ -28,6 +31,14 @@ export default defineConfig({
           name: "strict-backend",
           include: STRICT_SUITES,
           setupFiles: ["packages/engine/src/testing/strict-default.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "cuda-emulated",
+          include: CUDA_EMULATED_SUITES,
+          setupFiles: ["packages/engine/src/testing/cuda-emulated-default.ts"],
         },
       },
     ],

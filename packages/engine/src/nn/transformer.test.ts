@@ -107,9 +107,13 @@ describe("the transformer forward", () => {
       seed: 1,
     });
     const batch = batchOf(SEQUENCES);
-    expect(Array.from(logprobsOf(lora.params, batch))).toEqual(
-      Array.from(logprobsOf(frozenParams(base), batch)),
-    );
+    const [withLora, without] = [logprobsOf(lora.params, batch), logprobsOf(frozenParams(base), batch)];
+    // The CPU's products share one order of sums whichever path they take; on a
+    // device the LoRA path (materialised logits) and the fused unembedding sum
+    // in different orders, so there it is f32 rounding, not bits.
+    if (base.backend.device.kind === "cpu") expect(Array.from(withLora)).toEqual(Array.from(without));
+    for (const [i, lp] of withLora.entries())
+      expect(Math.abs(lp - (without[i] as number))).toBeLessThan(1e-5);
   });
 });
 

@@ -1,7 +1,8 @@
 // The CUDA backend on the emulated device (the kernels' CPU execution, issue
 // 47) against the CPU backend: every op on the same inputs, within the
-// kernels' tolerances (f32 1e-5 of the result's scale, bf16 products 2e-2,
-// sampling the same tokens). Skipped, saying why, where the emulated device
+// kernels' tolerances (1e-5 of the result's scale, bf16 weights included:
+// activations go through the tensor cores as two bf16 halves; sampling the
+// same tokens). Skipped, saying why, where the emulated device
 // was not built (no cmake or Boost.Context at install).
 import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -111,7 +112,7 @@ describe.skipIf(!built)("the CUDA backend on the emulated device", () => {
       const dx = be.alloc("f32", [rows, dIn]);
       be.linearBackwardInput(be.upload(dy), be.upload(wb, [dOut, dIn]), dx, rows, dIn, dOut, false);
       return { y, dx };
-    }, 2e-2);
+    }, 1e-5);
   });
 
   it("runs norms, RoPE, SwiGLU, embeddings and row moves", () => {

@@ -164,24 +164,38 @@ export class CudaBackend implements Backend {
     else throw new RangeError("gemm on CUDA does not take transA and transB together");
   }
 
-  /** x [count] f32 rounded to bf16 (round to nearest even), for fn. */
-  private asBf16<T>(x: F32, count: number, fn: (xb: DeviceBuffer<"bf16">) => T): T {
-    return this.scratch("bf16", count, (xb) => {
-      this.launch("convert_f32_to_bf16", this.a(x), this.a(xb), count);
-      return fn(xb);
-    });
-  }
-
-  /** Runs fn into `out`, or into scratch then adds it to `out` when accumulating. */
-  private into(out: F32, count: number, accumulate: boolean, fn: (target: F32) => void): void {
-    if (!accumulate) {
-      fn(out);
-      return;
-    }
-    this.scratch("f32", count, (tmp) => {
-      fn(tmp);
-      this.launch("add_in_place_f32", this.a(out), this.a(tmp), count);
-    });
+  /**
+   * A product of f32 activations x [rows, k] with a bf16 weight on tensor cores,
+   * into `out` (+= when accumulating): x is split into bf16 hi + lo
+   * (convert_f32_to_bf16_split) and both halves multiplied, so the result is
+   * within f32 rounding of the CPU's, which widens the weight and keeps x in f32.
+   */
+  private bf16Product(
+    launcher: "gemm_bf16_xwt" | "gemm_bf16_backward_input",
+    x: F32,
+    w: Weight,
+    out: F32,
+    m: number,
+    n: number,
+    k: number,
+    accumulate: boolean,
+  ): void {
+    const count = x.length;
+    this.scratch("bf16", count, (hi) =>
+      this.scratch("bf16", count, (lo) =>
+        this.scratch("f32", out.length, (part) => {
+          this.launch("convert_f32_to_bf16_split", this.a(x), this.a(hi), this.a(lo), count);
+          if (accumulate) {
+            this.launch(launcher, this.a(hi), this.a(w), this.a(part), m, n, k);
+            this.launch("add_in_place_f32", this.a(out), this.a(part), out.length);
+          } else {
+            this.launch(launcher, this.a(hi), this.a(w), this.a(out), m, n, k);
+          }
+          this.launch(launcher, this.a(lo), this.a(w), this.a(part), m, n, k);
+          this.launch("add_in_place_f32", this.a(out), this.a(part), out.length);
+        }),
+      ),
+    );
   }
 
   linear(
@@ -198,10 +212,15 @@ export class CudaBackend implements Backend {
       this.launch("gemm_f32_xwt", this.a(x), this.a(w), this.a(y), rows, dOut, dIn, accumulate ? 1 : 0);
       return;
     }
-    this.asBf16(x, rows * dIn, (xb) =>
-      this.into(y, rows * dOut, accumulate, (target) =>
-        this.launch("gemm_bf16_xwt", this.a(xb), this.a(w), this.a(target), rows, dOut, dIn),
-      ),
+    this.bf16Product(
+      "gemm_bf16_xwt",
+      this.view(x, 0, [rows * dIn]),
+      w,
+      this.view(y, 0, [rows * dOut]),
+      rows,
+      dOut,
+      dIn,
+      accumulate,
     );
   }
 
@@ -227,10 +246,15 @@ export class CudaBackend implements Backend {
       );
       return;
     }
-    this.asBf16(dy, rows * dOut, (dyb) =>
-      this.into(dx, rows * dIn, accumulate, (target) =>
-        this.launch("gemm_bf16_backward_input", this.a(dyb), this.a(w), this.a(target), rows, dOut, dIn),
-      ),
+    this.bf16Product(
+      "gemm_bf16_backward_input",
+      this.view(dy, 0, [rows * dOut]),
+      w,
+      this.view(dx, 0, [rows * dIn]),
+      rows,
+      dOut,
+      dIn,
+      accumulate,
     );
   }
 
