@@ -25,7 +25,7 @@ export const DECODE = 32;
 /** Rounds of every measurement, interleaved; ratios pair the samples of each round. */
 const ROUNDS = 3;
 
-async function adapters(
+export async function adapters(
   base: BaseModel,
   count: number,
   store: LocalStore,

@@ -18,6 +18,8 @@ export interface KernelsEnv {
    * relative to the package; "none" loads none (the CPU only).
    */
   OPENTINKER_KERNELS_CUDA_ADDON?: string;
+  /** The emulated CUDA device's addon instead of build-cuda/opentinker_kernels_cuda_emu.node, relative to the package. */
+  OPENTINKER_KERNELS_CUDA_EMU_ADDON?: string;
   /**
    * Forces the kernels' instruction set (default: the best the CPU has), e.g. to
    * test the AVX2 path on an AVX-512 machine. "amx" is "avx512" plus Intel's AMX
@@ -58,6 +60,8 @@ export function readKernelsEnv(
   if (addon) env.OPENTINKER_KERNELS_ADDON = addon;
   const cudaAddon = source.OPENTINKER_KERNELS_CUDA_ADDON;
   if (cudaAddon) env.OPENTINKER_KERNELS_CUDA_ADDON = cudaAddon;
+  const emuAddon = source.OPENTINKER_KERNELS_CUDA_EMU_ADDON;
+  if (emuAddon) env.OPENTINKER_KERNELS_CUDA_EMU_ADDON = emuAddon;
   const isa = source.OPENTINKER_KERNELS_ISA;
   if (isa) {
     if (!isKernelsIsa(isa)) {

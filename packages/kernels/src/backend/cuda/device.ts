@@ -7,12 +7,20 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { readKernelsEnv } from "../../env.ts";
 
 const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 const require = createRequire(import.meta.url);
 
-/** Where `npm ci` (scripts/build-cuda-emu.mjs) puts the emulated device's addon. */
-export const CUDA_EMU_ADDON_FILE = path.join(PACKAGE_DIR, "build-cuda", "opentinker_kernels_cuda_emu.node");
+/**
+ * The emulated device's addon: where `npm ci` (scripts/build-cuda-emu.mjs)
+ * puts it, or OPENTINKER_KERNELS_CUDA_EMU_ADDON (relative to the package).
+ */
+export const CUDA_EMU_ADDON_FILE = path.resolve(
+  PACKAGE_DIR,
+  readKernelsEnv().OPENTINKER_KERNELS_CUDA_EMU_ADDON ??
+    path.join("build-cuda", "opentinker_kernels_cuda_emu.node"),
+);
 
 /** A launcher argument: a device address (null: none), or a number. */
 export type LaunchArg = bigint | number | null;
