@@ -606,6 +606,7 @@ void fail(Block* block, unsigned tid, const std::string& what) { block->fail(blo
 
 void launch_impl(Dim3 grid, Dim3 block, std::size_t shared_bytes, const Options& options, const void* fn,
                  BodyFn body) {
+  constexpr std::size_t kDefaultMaxDynamicShared = 48 * 1024;
   // CUDA's limits, so a launch that would fail on a device fails here too.
   const std::uint64_t threads = std::uint64_t{block.x} * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
@@ -616,6 +617,12 @@ void launch_impl(Dim3 grid, Dim3 block, std::size_t shared_bytes, const Options&
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535) {
     throw KernelError("ot_cuda::emu::launch: grid (" + std::to_string(grid.x) + "," + std::to_string(grid.y) +
                       "," + std::to_string(grid.z) + ") breaks CUDA's limits");
+  }
+  // Above 48 KiB a device needs cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)
+  // first, which no launcher does: refuse here what would fail there.
+  if (shared_bytes > kDefaultMaxDynamicShared) {
+    throw KernelError("ot_cuda::emu::launch: " + std::to_string(shared_bytes) +
+                      " bytes of dynamic shared memory exceed the 48 KiB a launch gets without opting in");
   }
   const Launch launch{grid, block, static_cast<unsigned>(threads), shared_bytes, options, fn, body};
   const std::uint64_t blocks = std::uint64_t{grid.x} * grid.y * grid.z;

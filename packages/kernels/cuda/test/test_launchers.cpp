@@ -89,3 +89,12 @@ TEST(launchers_launch_bounds_are_enforced) {
   ot_cuda::emu::check_launch_bounds("k", 256, ot_cuda::Dim3{256});
   CHECK_THROWS(ot_cuda::emu::check_launch_bounds("ot_k", 256, ot_cuda::Dim3{32, 9}), "ot_k: a block of 288 threads");
 }
+
+// A device gives a launch 48 KiB of dynamic shared memory unless the kernel
+// opted in to more (no launcher does): the CPU execution refuses more too.
+TEST(launchers_dynamic_shared_memory_is_capped_at_48_kib) {
+  const auto noop = [](auto&) {};
+  ot_cuda::emu::launch(ot_cuda::Dim3{1}, ot_cuda::Dim3{32}, 48 * 1024, {}, noop);
+  CHECK_THROWS(ot_cuda::emu::launch(ot_cuda::Dim3{1}, ot_cuda::Dim3{32}, 48 * 1024 + 1, {}, noop),
+               "exceed the 48 KiB a launch gets without opting in");
+}
