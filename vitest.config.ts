@@ -38,6 +38,9 @@ export default defineConfig({
         test: {
           name: "cuda-emulated",
           include: CUDA_EMULATED_SUITES,
+          // The emulated device runs the kernels in the CPU execution, tens of
+          // times slower than the CPU backend: the longest tests take ~17 s alone.
+          testTimeout: 120_000,
           setupFiles: ["packages/engine/src/testing/cuda-emulated-default.ts"],
         },
       },
