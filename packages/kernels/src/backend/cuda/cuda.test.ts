@@ -103,7 +103,14 @@ describe.skipIf(!built)("the CUDA backend on the emulated device", () => {
       be.linearPacked(be.upload(x), packed, yp, rows);
       const bias = be.alloc("f32", [dOut]);
       be.sumRows(be.upload(dy), rows, dOut, bias);
-      return { y, dx, dw, yp, bias };
+      // gemm's three layouts: a·bᵀ (accumulating), a·b, aᵀ·b.
+      const abt = be.upload(dw0.slice(0, rows * dOut), [rows, dOut]);
+      be.gemm(rows, dOut, dIn, be.upload(x), be.upload(w), abt, { transB: true, beta: 1 });
+      const ab = be.alloc("f32", [rows, dIn]);
+      be.gemm(rows, dIn, dOut, be.upload(dy), be.upload(w), ab);
+      const atb = be.alloc("f32", [dOut, dIn]);
+      be.gemm(dOut, dIn, rows, be.upload(dy), be.upload(x), atb, { transA: true });
+      return { y, dx, dw, yp, bias, abt, ab, atb };
     });
     const wb = new Uint16Array(w.buffer.slice(0)).filter((_, i) => i % 2 === 1);
     agree((be) => {

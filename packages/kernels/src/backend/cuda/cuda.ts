@@ -148,7 +148,7 @@ export class CudaBackend implements Backend {
   }
 
   // Dense products. f32 weights on CUDA cores; bf16 weights on tensor cores,
-  // with the activations rounded to bf16 first (f32 accumulation).
+  // the activations split into two bf16 halves (bf16Product), f32 accumulation.
 
   gemm(m: number, n: number, k: number, a: F32, b: F32, c: F32, options: GemmOptions = {}): void {
     const { transA = false, transB = false, alpha = 1, beta = 0 } = options;
