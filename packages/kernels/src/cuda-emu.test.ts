@@ -13,7 +13,9 @@ import { describe, expect, it } from "vitest";
 import { readKernelsEnv } from "./env.ts";
 
 const CUDA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "cuda");
-const BUILD_DIR = path.join(CUDA_DIR, "build");
+// The emulated addon's build (scripts/build-cuda-emu.mjs, run by npm ci): the
+// kernels it compiled are the tests' too, so they are not compiled twice.
+const BUILD_DIR = path.resolve(CUDA_DIR, "..", "build-cuda", "emu");
 const GATE = path.join(CUDA_DIR, "scripts", "compile-gate.sh");
 
 function run(command: string, args: string[]) {
