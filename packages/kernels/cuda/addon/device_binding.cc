@@ -3,7 +3,7 @@
 // host and device, and runs every kernels/*.cu launcher on its stream.
 //
 //   const dev = addon.openDevice(0);
-//   const p = dev.alloc(bytes);              // bigint device address, zero-filled
+//   const p = dev.alloc(bytes);              // bigint device address, zero-filled (alloc(bytes, false): not)
 //   dev.upload(p, float32Array); dev.download(p, bytes) → ArrayBuffer
 //   dev.launch("rmsnorm_f32", x, w, y, rows, cols, eps)
 //
@@ -154,12 +154,14 @@ class Device : public Napi::ObjectWrap<Device> {
  private:
   cudaStream_t stream() const { return static_cast<cudaStream_t>(stream_.handle()); }
 
-  // A zero-filled block of at least `bytes` bytes (0 bytes: null).
+  // alloc(bytes, zero = true): a block of at least `bytes` bytes (0 bytes: null),
+  // zero-filled unless zero is false (scratch every byte of which a launch writes).
   Napi::Value Alloc(const Napi::CallbackInfo& info) {
     const std::size_t bytes = byte_count(info[0], "alloc: bytes");
+    const bool zero = info.Length() < 2 || info[1].ToBoolean().Value();
     const runtime::Allocation a = allocator_->allocate(bytes, stream_.handle());
     if (!a.ok()) throw Napi::Error::New(info.Env(), a.error);
-    check(info.Env(), api_->memset_async(a.ptr, 0, bytes, stream_.handle()));
+    if (zero) check(info.Env(), api_->memset_async(a.ptr, 0, bytes, stream_.handle()));
     return Napi::BigInt::New(info.Env(), static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(a.ptr)));
   }
   void Free(const Napi::CallbackInfo& info) { check(info.Env(), allocator_->deallocate(address(info[0], "free"))); }

@@ -21,6 +21,7 @@
 #include "../include/ot_cuda/launch.h"
 #include "../kernels/launchers.h"
 #include "../kernels/lora_rows.cuh"
+#include "lora_data.h"
 #include "op_check.h"
 
 namespace {
@@ -46,49 +47,15 @@ int valid_slot(const Case& c, int i) {
   return s >= 0 && s < adapter_count(c) ? s : -1;
 }
 
-struct Data {
-  std::vector<std::vector<float>> a, b, da0, db0;  // per owned adapter
-  std::vector<float> scales;
-  std::vector<float> x, dy, y0, dx0;
-};
+using Data = ot_test::LoraData;
 
 Data make_data(const Case& c, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  auto fill = [&](std::size_t count) {
-    std::vector<float> v(count);
-    for (auto& e : v) e = u(rng);
-    return v;
-  };
-  const std::size_t n = c.slots.size();
-  Data d;
-  for (std::size_t a = 0; a < c.ranks.size(); ++a) {
-    const std::size_t r = static_cast<std::size_t>(c.ranks[a]);
-    d.a.push_back(fill(r * c.d_in));
-    d.b.push_back(fill(c.d_out * r));
-    d.da0.push_back(fill(r * c.d_in));
-    d.db0.push_back(fill(c.d_out * r));
-    d.scales.push_back(0.5f + 0.25f * static_cast<float>(a));
-  }
-  d.x = fill(n * c.d_in);
-  d.dy = fill(n * c.d_out);
-  d.y0 = fill(n * c.d_out);
-  d.dx0 = fill(n * c.d_in);
-  return d;
+  return ot_test::make_lora_data(c.d_in, c.d_out, c.ranks, c.slots.size(), seed);
 }
 
 // The same data with every value replaced by its magnitude: the reference over
 // it is, per element, the sum of the magnitudes of the terms.
-Data magnitudes(Data d) {
-  auto abs_all = [](std::vector<float>& v) {
-    for (auto& e : v) e = std::abs(e);
-  };
-  for (auto* v : {&d.x, &d.dy, &d.y0, &d.dx0, &d.scales}) abs_all(*v);
-  for (auto* vs : {&d.a, &d.b, &d.da0, &d.db0}) {
-    for (auto& v : *vs) abs_all(v);
-  }
-  return d;
-}
+Data magnitudes(const Data& d) { return ot_test::lora_magnitudes(d); }
 
 template <class T>
 struct Result {

@@ -47,6 +47,24 @@ export interface DeviceBuffer<D extends DType = DType> {
   readonly [opaque]: true;
 }
 
+/**
+ * A new frozen handle (the brand is only a type: a backend keeps where the
+ * memory is in its own table, keyed by this object).
+ */
+export function bufferHandle<D extends DType>(
+  device: string,
+  dtype: D,
+  shape: readonly number[],
+  length: number,
+): DeviceBuffer<D> {
+  return Object.freeze({
+    device,
+    dtype,
+    shape: Object.freeze([...shape]),
+    length,
+  }) as unknown as DeviceBuffer<D>;
+}
+
 export type F32 = DeviceBuffer<"f32">;
 export type I32 = DeviceBuffer<"i32">;
 /** A frozen weight in either dtype: a layer never branches on how its base weights are stored. */

@@ -28,6 +28,7 @@ import type {
   PagedRowBuffers,
 } from "./backend.ts";
 import {
+  bufferHandle,
   type DeviceBuffer,
   type DType,
   type DTypeOf,
@@ -53,13 +54,7 @@ function makeBuffer<D extends DType>(
   const length = elementCount(shape);
   if (length !== data.length)
     throw new RangeError(`buffer shape [${shape.join(", ")}] holds ${length} elements, not ${data.length}`);
-  const dtype = dtypeOf(data) as D;
-  const buffer = Object.freeze({
-    device,
-    dtype,
-    shape: Object.freeze([...shape]),
-    length,
-  }) as unknown as DeviceBuffer<D>;
+  const buffer = bufferHandle(device, dtypeOf(data) as D, shape, length);
   arrays.set(buffer, data);
   return buffer;
 }

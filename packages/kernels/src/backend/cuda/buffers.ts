@@ -1,7 +1,7 @@
 // Device buffers of the CUDA backend: each handle maps (privately) to a device
 // address and, for a buffer that owns its memory, the allocation to free. A
 // view is an address inside its parent's allocation and owns nothing.
-import { bytesPerElement, type DeviceBuffer, type DType, elementCount } from "../buffer.ts";
+import { bufferHandle, bytesPerElement, type DeviceBuffer, type DType, elementCount } from "../buffer.ts";
 import type { CudaDeviceHandle } from "./device.ts";
 
 interface Place {
@@ -18,10 +18,10 @@ export class DeviceBuffers {
     private readonly name: string,
   ) {}
 
-  /** A new zero-filled buffer. */
-  alloc<D extends DType>(dtype: D, shape: readonly number[]): DeviceBuffer<D> {
+  /** A new buffer, zero-filled unless `zero` is false (scratch a launch writes whole). */
+  alloc<D extends DType>(dtype: D, shape: readonly number[], zero = true): DeviceBuffer<D> {
     const length = elementCount(shape);
-    const address = this.device.alloc(length * bytesPerElement(dtype));
+    const address = this.device.alloc(length * bytesPerElement(dtype), zero);
     return this.make(dtype, shape, length, { address, owned: address });
   }
 
@@ -65,12 +65,7 @@ export class DeviceBuffers {
     length: number,
     place: Place,
   ): DeviceBuffer<D> {
-    const buffer = Object.freeze({
-      device: this.name,
-      dtype,
-      shape: Object.freeze([...shape]),
-      length,
-    }) as unknown as DeviceBuffer<D>;
+    const buffer = bufferHandle(this.name, dtype, shape, length);
     this.places.set(buffer, place);
     return buffer;
   }

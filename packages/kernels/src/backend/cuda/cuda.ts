@@ -70,9 +70,9 @@ export class CudaBackend implements Backend {
     this.dev.launch(name, ...args);
   }
 
-  /** A scratch buffer for the length of fn. */
+  /** A scratch buffer for the length of fn, not zeroed: every use writes it before reading. */
   private scratch<D extends DType, T>(dtype: D, length: number, fn: (buffer: DeviceBuffer<D>) => T): T {
-    const buffer = this.alloc(dtype, [length]);
+    const buffer = this.buffers.alloc(dtype, [length], false);
     try {
       return fn(buffer);
     } finally {

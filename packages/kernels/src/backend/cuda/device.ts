@@ -30,8 +30,8 @@ export interface CudaDeviceHandle {
   readonly name: string;
   /** "NVIDIA H100 80GB HBM3", or the emulated device's description. */
   readonly description: string;
-  /** A zero-filled block of at least `bytes` bytes (0n for 0 bytes). */
-  alloc(bytes: number): bigint;
+  /** A block of at least `bytes` bytes (0n for 0 bytes), zero-filled unless `zero` is false. */
+  alloc(bytes: number, zero?: boolean): bigint;
   free(address: bigint): void;
   /** The array's bytes to `address`, complete when this returns. */
   upload(address: bigint, data: ArrayBufferView): void;

@@ -146,8 +146,9 @@ export class LoraTables {
     return address;
   }
 
+  /** The launch's scratch (not zeroed: the kernels write their partial sums before reading them). */
   private withWorkspace(bytes: number, fn: (address: bigint) => void): void {
-    const address = this.dev.alloc(bytes);
+    const address = this.dev.alloc(bytes, false);
     try {
       fn(address);
     } finally {
